@@ -1,0 +1,7 @@
+// batchqr: umbrella header.
+#pragma once
+
+#include "batchqr/geqrf.hpp"
+#include "batchqr/status.hpp"
+#include "batchqr/types.hpp"
+#include "batchqr/version.hpp"

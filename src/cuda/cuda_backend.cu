@@ -1,0 +1,118 @@
+// The CUDA backend: device discovery, pointer checks, and the call into GeqrfOperation.
+#include <cuda_runtime.h>
+
+#include <new>
+
+#include "api/backend.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/geqrf_device.hpp"
+
+namespace batchqr::detail {
+namespace {
+
+using cuda::DeviceInfo;
+using cuda::GeqrfOperation;
+
+// Makes the context's device current for the duration of a call, then restores.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    if (cudaGetDevice(&previous_) == cudaSuccess && previous_ != device) {
+      ok_ = cudaSetDevice(device) == cudaSuccess;
+      switched_ = ok_;
+    }
+  }
+  ~DeviceGuard() {
+    if (switched_) cudaSetDevice(previous_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  int previous_ = -1;
+  bool switched_ = false;
+  bool ok_ = true;
+};
+
+// Device (or managed) memory of `device`; host memory is rejected.
+bool device_accessible(const void* p, int device) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error state of this query
+    return false;
+  }
+  if (attr.type == cudaMemoryTypeManaged) return true;
+  return attr.type == cudaMemoryTypeDevice && attr.device == device;
+}
+
+class CudaBackend final : public BackendImpl {
+ public:
+  explicit CudaBackend(const DeviceInfo& dev) : dev_(dev) {}
+  Backend kind() const noexcept override { return Backend::cuda; }
+
+  Status workspace_size(const GeqrfDesc& d, std::size_t* bytes) const noexcept override {
+    *bytes = GeqrfOperation::get_workspace_size(dev_, d);
+    return Status::success;
+  }
+
+  Status geqrf(const GeqrfDesc& d, float* a, float* tau, void* workspace, std::size_t workspace_bytes,
+               Stream stream) const noexcept override {
+    DeviceGuard guard(dev_.device);
+    if (!guard.ok()) return Status::backend_error;
+    if (!device_accessible(a, dev_.device) || !device_accessible(tau, dev_.device)) return Status::invalid_pointer;
+    if (workspace != nullptr && !device_accessible(workspace, dev_.device)) return Status::invalid_pointer;
+    const GeqrfOperation::Arguments args{d, a, tau};
+    const Status st = GeqrfOperation::can_implement(dev_, args);
+    if (st != Status::success) return st;
+    return GeqrfOperation::run(dev_, args, workspace, workspace_bytes, stream);
+  }
+
+ private:
+  DeviceInfo dev_;
+};
+
+}  // namespace
+
+bool cuda_backend_compiled() noexcept { return true; }
+
+bool cuda_device_present() noexcept {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return count > 0;
+}
+
+Status make_cuda_backend(const ContextOptions& options, std::unique_ptr<BackendImpl>* out) noexcept {
+  if (!cuda_device_present()) return Status::backend_unavailable;
+  DeviceInfo dev;
+  if (options.device >= 0) {
+    dev.device = options.device;
+  } else {
+    BATCHQR_CUDA_TRY(cudaGetDevice(&dev.device));
+  }
+  int count = 0;
+  BATCHQR_CUDA_TRY(cudaGetDeviceCount(&count));
+  if (dev.device >= count) return Status::backend_unavailable;
+  cudaDeviceProp prop{};
+  BATCHQR_CUDA_TRY(cudaGetDeviceProperties(&prop, dev.device));
+  dev.cc_major = prop.major;
+  dev.cc_minor = prop.minor;
+  dev.sm_count = prop.multiProcessorCount;
+  dev.smem_per_block_optin = prop.sharedMemPerBlockOptin;
+  dev.smem_per_sm = prop.sharedMemPerMultiprocessor;
+  int cluster = 0;
+  BATCHQR_CUDA_TRY(cudaDeviceGetAttribute(&cluster, cudaDevAttrClusterLaunch, dev.device));
+  dev.cluster_launch = cluster != 0;
+  if (dev.cc_major < 9) return Status::not_supported;  // the kernels are built for sm_90 and newer
+  {
+    DeviceGuard guard(dev.device);
+    if (!guard.ok()) return Status::backend_error;
+    const Status st = GeqrfOperation::initialize(dev);
+    if (st != Status::success) return st;
+  }
+  out->reset(new (std::nothrow) CudaBackend(dev));
+  return *out ? Status::success : Status::out_of_memory;
+}
+
+}  // namespace batchqr::detail

@@ -1,0 +1,17 @@
+// Internal: the device properties the algorithm policy reads, queried once per context.
+#pragma once
+
+#include <cstddef>
+
+namespace batchqr::cuda {
+
+struct DeviceInfo {
+  int device = 0;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  std::size_t smem_per_block_optin = 0;  // bytes of shared memory one CTA may opt in to
+  std::size_t smem_per_sm = 0;
+  bool cluster_launch = false;           // thread-block clusters (sm_90+)
+};
+
+}  // namespace batchqr::cuda

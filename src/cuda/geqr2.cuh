@@ -1,0 +1,260 @@
+// geqr2 (+ larft): unblocked Householder QR of a panel, one CTA or one thread-block
+// cluster per matrix.
+//
+// The panel is rows x ncols, starting at (j0, j0) of each matrix. Its first `nrefl`
+// columns are reduced by reflectors; every reflector is applied to all ncols columns.
+// So the same kernel is both
+//   - the panel of the blocked algorithm (ncols = nrefl = nb), which also forms the
+//     T factor of the compact-WY form Q = I - V T V^T (LAPACK larft 'F','C'), and
+//   - the whole factorization of a matrix that fits on chip (ncols = n, nrefl = min(m, n)).
+//
+// Work split: warp w owns the columns c with c % NW == w. Step j:
+//   1. the owner of column j already holds sum_{i>j} a_ij^2 and a_jj (it computed them
+//      while updating column j in step j-1): it forms beta, tau, scales v_j (FP64 math);
+//   2. barrier;
+//   3. each warp, for each of its columns c != j: w_c = v_j^T a_c (lanes over rows);
+//      c > j: a_c -= tau_j w_c v_j (and the owner of c = j+1 takes its new norm);
+//      c < j: w_c = v_c^T v_j is G[c][j], the Gram entry larft needs.
+// One CTA-wide barrier per column. With a cluster the rows are split over the CTAs and
+// steps 1 and 3 each add one cluster-wide reduction through distributed shared memory.
+//
+// Sums are in a fixed order (butterfly within a warp, rank order across the cluster),
+// so results are bitwise reproducible. Norms are accumulated in FP64: squares of FP32
+// values neither overflow nor underflow there, so no scaling pass is needed.
+#pragma once
+
+#include <cooperative_groups.h>
+
+#include <cstdint>
+
+#include "cuda/matrix_view.cuh"
+#include "cuda/warp_reduce.cuh"
+
+namespace batchqr::cuda {
+
+// Widest panel the blocked algorithm uses; the T factor is stored as a 32 x 32 tile.
+inline constexpr int kMaxPanelWidth = 32;
+inline constexpr int kGramLd = kMaxPanelWidth + 1;
+
+struct Geqr2Args {
+  float* a;                 // first matrix of the (chunk of the) batch
+  std::int64_t ld, stride;
+  float* tau;               // tau of the first matrix
+  std::int64_t tau_stride;
+  float* t_out;             // T factors, kMaxPanelWidth^2 floats per matrix; null: none
+  int j0;                   // the panel starts at row j0, column j0
+  int rows;                 // m - j0
+  int ncols;                // columns held and updated (>= nrefl)
+  int nrefl;                // reflectors to form (<= kMaxPanelWidth when t_out is set)
+  int cluster;              // CTAs per matrix
+  int rows_per_cta;         // rows held by each CTA (the last one may hold fewer)
+  int lds;                  // leading dimension of the panel in shared memory
+};
+
+__host__ __device__ constexpr int round_up2(int x) { return (x + 1) & ~1; }
+
+// Dynamic shared memory of geqr2_kernel, in bytes.
+__host__ __device__ inline std::size_t geqr2_smem_bytes(const Geqr2Args& p, bool panel_in_smem) {
+  std::size_t floats = 0;
+  if (panel_in_smem) floats += static_cast<std::size_t>(p.lds) * p.ncols;
+  floats += round_up2(p.nrefl);
+  if (p.cluster > 1) floats += round_up2(p.ncols);
+  if (p.t_out != nullptr) floats += kMaxPanelWidth * kGramLd;
+  return 2 * sizeof(double) + floats * sizeof(float);
+}
+
+// Element (r, c) of this CTA's rows of the panel: in shared memory (column-major, lds)
+// or, for panels too tall for the chip, in place in global memory.
+template <Layout L, bool kSmem>
+struct PanelStore {
+  float* s;
+  int lds;
+  MatrixView<L> g;
+  __device__ __forceinline__ float& operator()(int r, int c) const {
+    if constexpr (kSmem) {
+      return s[c * lds + r];
+    } else {
+      return g(r, c);
+    }
+  }
+};
+
+template <Layout L, int NW, bool kSmem>
+__global__ void __launch_bounds__(NW * 32) geqr2_kernel(const Geqr2Args p) {
+  namespace cg = cooperative_groups;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  constexpr int NT = NW * 32;
+
+  const int cs = p.cluster;
+  const std::int64_t mat = blockIdx.x / cs;
+  const int rank = static_cast<int>(blockIdx.x - mat * cs);
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int rb = rank * p.rows_per_cta;  // first panel row held by this CTA
+  const int nloc = max(0, min(p.rows, rb + p.rows_per_cta) - rb);
+  const bool want_t = p.t_out != nullptr;
+
+  double* sNorm = reinterpret_cast<double*>(smem_raw);  // cluster slot: {sum sq, alpha}
+  float* sP = reinterpret_cast<float*>(sNorm + 2);
+  float* sTau = sP + (kSmem ? static_cast<std::size_t>(p.lds) * p.ncols : 0);
+  float* sDot = sTau + round_up2(p.nrefl);               // cluster slots: partial dots
+  float* sG = sDot + (cs > 1 ? round_up2(p.ncols) : 0);  // Gram matrix V^T V (upper)
+
+  const MatrixView<L> A{p.a + mat * p.stride, p.ld};
+  const MatrixView<L> Ap = A.offset(p.j0 + rb, p.j0);
+  const PanelStore<L, kSmem> P{sP, p.lds, Ap};
+
+  if constexpr (kSmem) {
+    const int total = nloc * p.ncols;
+    for (int idx = threadIdx.x; idx < total; idx += NT) {
+      // Consecutive threads walk the contiguous direction of the global layout.
+      const int r = L == Layout::row_major ? idx / p.ncols : idx % nloc;
+      const int c = L == Layout::row_major ? idx % p.ncols : idx / nloc;
+      sP[c * p.lds + r] = Ap(r, c);
+    }
+    __syncthreads();
+  }
+
+  cg::cluster_group cluster = cg::this_cluster();
+
+  // This CTA's part of sum_{row > c} P(row, c)^2 and, if it holds row c, P(c, c).
+  auto column_norm = [&](int c, double& ss, double& alpha) {
+    double s = 0.0;
+    for (int rl = max(0, c + 1 - rb) + lane; rl < nloc; rl += 32) {
+      const double x = P(rl, c);
+      s += x * x;
+    }
+    ss = warp_allreduce_sum(s);
+    alpha = (c >= rb && c < rb + nloc) ? static_cast<double>(P(c - rb, c)) : 0.0;
+  };
+
+  double my_ss = 0.0, my_alpha = 0.0;  // state of the next column, in its owner warp
+  if (warp == 0 && p.nrefl > 0) column_norm(0, my_ss, my_alpha);
+
+  for (int j = 0; j < p.nrefl; ++j) {
+    const int wj = j % NW;
+    const int jl = j - rb;                 // local index of row j (held here if 0 <= jl < nloc)
+    const int lo = max(0, j - rb);         // first local row with global row >= j
+
+    // --- 1. the reflector ---------------------------------------------------------
+    double ss = my_ss, alpha = my_alpha;
+    if (cs > 1) {
+      if (warp == wj && lane == 0) {
+        sNorm[0] = ss;
+        sNorm[1] = alpha;
+      }
+      cluster.sync();
+      if (warp == wj) {
+        ss = 0.0;
+        alpha = 0.0;
+        for (int q = 0; q < cs; ++q) {
+          const double* rs = cluster.map_shared_rank(sNorm, q);
+          ss += rs[0];
+          alpha += rs[1];
+        }
+      }
+    }
+    if (warp == wj) {
+      const double xnorm = sqrt(ss);
+      double beta = alpha, tau = 0.0;
+      if (xnorm != 0.0) {  // LAPACK: x == 0 exactly gives tau = 0, H = I. NaN goes here.
+        beta = -copysign(hypot(alpha, xnorm), alpha);
+        tau = (beta - alpha) / beta;
+        const double scale = 1.0 / (alpha - beta);
+        for (int rl = max(0, j + 1 - rb) + lane; rl < nloc; rl += 32)
+          P(rl, j) = static_cast<float>(static_cast<double>(P(rl, j)) * scale);
+        if (jl >= 0 && jl < nloc && lane == 0) P(jl, j) = static_cast<float>(beta);
+      }
+      if (lane == 0) sTau[j] = static_cast<float>(tau);
+    }
+    __syncthreads();
+    const float tj = sTau[j];
+
+    // --- 3. dots, then the update of the columns right of j ----------------------------
+    auto v_at = [&](int rl) { return rl == jl ? 1.0f : P(rl, j); };
+    auto apply = [&](int c, float w) {
+      const float tw = tj * w;
+      const bool next = c == j + 1 && c < p.nrefl;
+      const int lo_next = max(0, c + 1 - rb);
+      double s = 0.0;
+      for (int rl = lo + lane; rl < nloc; rl += 32) {
+        const float x = fmaf(-tw, v_at(rl), P(rl, c));
+        P(rl, c) = x;
+        if (next && rl >= lo_next) s += static_cast<double>(x) * x;
+      }
+      if (next) {
+        my_ss = warp_allreduce_sum(s);
+        __syncwarp();
+        my_alpha = (c >= rb && c < rb + nloc) ? static_cast<double>(P(c - rb, c)) : 0.0;
+      }
+    };
+    auto wanted = [&](int c) { return c > j || (want_t && c < j); };
+
+    for (int c = warp; c < p.ncols; c += NW) {
+      if (!wanted(c)) continue;
+      float acc = 0.0f;
+      for (int rl = lo + lane; rl < nloc; rl += 32) acc = fmaf(v_at(rl), P(rl, c), acc);
+      acc = warp_allreduce_sum(acc);
+      if (cs > 1) {
+        if (lane == 0) sDot[c] = acc;
+      } else if (c < j) {
+        if (lane == 0) sG[c * kGramLd + j] = acc;
+      } else {
+        apply(c, acc);
+      }
+    }
+    if (cs > 1) {
+      cluster.sync();
+      for (int c = warp; c < p.ncols; c += NW) {
+        if (!wanted(c)) continue;
+        float w = 0.0f;
+        for (int q = 0; q < cs; ++q) w += cluster.map_shared_rank(sDot, q)[c];
+        if (c < j) {
+          if (lane == 0) sG[c * kGramLd + j] = w;
+        } else {
+          apply(c, w);
+        }
+      }
+    }
+  }
+
+  // --- larft: T (upper triangular) from G and tau, one warp ------------------------------
+  if (want_t) {
+    __syncthreads();
+    if (rank == 0 && warp == 0) {
+      float trow[kMaxPanelWidth];  // row `lane` of T
+#pragma unroll
+      for (int jj = 0; jj < kMaxPanelWidth; ++jj) {
+        trow[jj] = 0.0f;
+        if (jj < p.nrefl) {
+          // T[i][jj] = -tau_jj * sum_{i <= l < jj} T[i][l] G[l][jj]
+          float s = 0.0f;
+#pragma unroll
+          for (int l = 0; l < jj; ++l)
+            if (l >= lane) s = fmaf(trow[l], sG[l * kGramLd + jj], s);
+          const float t = sTau[jj];
+          trow[jj] = lane < jj ? -t * s : (lane == jj ? t : 0.0f);
+        }
+      }
+      float* T = p.t_out + mat * (kMaxPanelWidth * kMaxPanelWidth) + lane * kMaxPanelWidth;
+#pragma unroll
+      for (int l = 0; l < kMaxPanelWidth; ++l) T[l] = trow[l];
+    }
+  }
+
+  // --- write back ---------------------------------------------------------------------------
+  if constexpr (kSmem) {
+    __syncthreads();
+    const int total = nloc * p.ncols;
+    for (int idx = threadIdx.x; idx < total; idx += NT) {
+      const int r = L == Layout::row_major ? idx / p.ncols : idx % nloc;
+      const int c = L == Layout::row_major ? idx % p.ncols : idx / nloc;
+      Ap(r, c) = sP[c * p.lds + r];
+    }
+  }
+  if (rank == 0)
+    for (int j = threadIdx.x; j < p.nrefl; j += NT) p.tau[mat * p.tau_stride + p.j0 + j] = sTau[j];
+  if (cs > 1) cluster.sync();  // no CTA may leave while others read its shared memory
+}
+
+}  // namespace batchqr::cuda

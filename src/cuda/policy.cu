@@ -1,0 +1,67 @@
+// The kernel-selection policy. See docs/perf-notes.md for the measurements behind it.
+#include <algorithm>
+
+#include "cuda/geqr2.cuh"
+#include "cuda/policy.hpp"
+
+namespace batchqr::cuda {
+namespace {
+
+std::size_t panel_bytes(int rows_per_cta, int ncols, int nrefl, int cluster, bool with_t, bool in_smem) {
+  Geqr2Args a{};
+  a.lds = rows_per_cta | 1;
+  a.ncols = ncols;
+  a.nrefl = nrefl;
+  a.cluster = cluster;
+  a.t_out = with_t ? reinterpret_cast<float*>(16) : nullptr;  // only its null-ness matters
+  return geqr2_smem_bytes(a, in_smem);
+}
+
+}  // namespace
+
+PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool with_t, std::int64_t batch) {
+  const std::size_t budget = dev.smem_per_block_optin;
+  PanelPlan p;
+  // Smallest cluster whose CTAs each hold their share of the panel.
+  int cs = 1;
+  auto rows_of = [&](int c) { return (rows + c - 1) / c; };
+  while (panel_bytes(rows_of(cs), ncols, nrefl, cs, with_t, true) > budget && cs < kMaxCluster) cs *= 2;
+  if (panel_bytes(rows_of(cs), ncols, nrefl, cs, with_t, true) > budget || (cs > 1 && !dev.cluster_launch)) {
+    p.cluster = 1;
+    p.rows_per_cta = rows;
+    p.lds = rows | 1;
+    p.in_smem = false;
+    p.smem_bytes = panel_bytes(rows, ncols, nrefl, 1, with_t, false);
+    return p;
+  }
+  // Few matrices: spread each panel over more SMs while every CTA keeps >= 128 rows.
+  if (dev.cluster_launch)
+    while (cs < kMaxCluster && batch * cs < dev.sm_count && rows_of(2 * cs) >= 128) cs *= 2;
+  p.cluster = cs;
+  p.rows_per_cta = rows_of(cs);
+  p.lds = p.rows_per_cta | 1;
+  p.in_smem = true;
+  p.smem_bytes = panel_bytes(p.rows_per_cta, ncols, nrefl, cs, with_t, true);
+  return p;
+}
+
+GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
+  GeqrfPlan plan;
+  const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
+  // The whole matrix on one SM: one launch, no T factor, no trailing passes.
+  if (panel_bytes(m, n, k, 1, false, true) <= dev.smem_per_block_optin) {
+    plan.algorithm = Algorithm::fused;
+    plan.nb = k;
+    plan.batch_chunk = d.batch;
+    plan.workspace_bytes = 0;
+    return plan;
+  }
+  plan.algorithm = Algorithm::blocked;
+  plan.nb = std::min(kMaxPanelWidth, k);
+  constexpr std::size_t t_bytes = sizeof(float) * kMaxPanelWidth * kMaxPanelWidth;
+  plan.batch_chunk = std::max<std::int64_t>(1, std::min<std::int64_t>(d.batch, kMaxTWorkspace / t_bytes));
+  plan.workspace_bytes = static_cast<std::size_t>(plan.batch_chunk) * t_bytes;
+  return plan;
+}
+
+}  // namespace batchqr::cuda

@@ -1,0 +1,298 @@
+// The CUDA backend against the gate (validated on the GPU in FP64). Skipped, with a
+// message, where no CUDA device is visible.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <thread>
+
+#include "batchqr/check/validate_device.hpp"
+#include "test_util.hpp"
+
+namespace batchqr {
+namespace {
+
+using check::Distribution;
+
+#define REQUIRE_GPU()                                                              \
+  do {                                                                             \
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device visible: GPU test skipped"; \
+  } while (0)
+
+#define CUDA_OK(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
+
+template <typename T>
+struct Dev {
+  T* p = nullptr;
+  std::size_t n = 0;
+  explicit Dev(std::size_t count) : n(count) {
+    if (cudaMalloc(&p, std::max<std::size_t>(count, 1) * sizeof(T)) != cudaSuccess) p = nullptr;
+  }
+  ~Dev() {
+    if (p) cudaFree(p);
+  }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
+  void upload(const std::vector<T>& h) { ASSERT_EQ(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess); }
+  std::vector<T> download() const {
+    std::vector<T> h(n);
+    EXPECT_EQ(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return h;
+  }
+};
+
+class Gpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REQUIRE_GPU();
+    ASSERT_EQ(create_context(Backend::cuda, &ctx_), Status::success);
+  }
+  void TearDown() override { destroy_context(ctx_); }
+
+  struct Result {
+    std::vector<float> h, tau;
+    check::GateReport gate;
+  };
+
+  // Factors a host batch on the GPU (tau poisoned first), validates on the GPU.
+  Result run(const GeqrfDesc& d, const std::vector<float>& a, cudaStream_t stream = nullptr) {
+    Result r;
+    Dev<float> da(a.size()), dh(a.size()), dt(std::max<std::size_t>(test::tau_extent(d), 1));
+    da.upload(a);
+    dh.upload(a);
+    dt.upload(std::vector<float>(dt.n, std::numeric_limits<float>::quiet_NaN()));
+    std::size_t ws = 0;
+    EXPECT_EQ(geqrf_workspace_size(ctx_, d, &ws), Status::success);
+    Dev<unsigned char> w(ws);
+    EXPECT_EQ(geqrf(ctx_, d, dh.p, dt.p, ws ? w.p : nullptr, ws, stream), Status::success);
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_TRUE(check::validate_device(d, da.p, dh.p, dt.p, &r.gate, stream));
+    r.h = dh.download();
+    r.tau = dt.download();
+    return r;
+  }
+
+  // The accuracy the CUDA backend promises: well inside the gate.
+  void expect_accurate(const GeqrfDesc& d, Distribution dist, double cond) {
+    const std::uint64_t seed = test::fresh_seed();
+    const auto a = test::generate_batch(d, dist, cond, seed);
+    const Result r = run(d, a);
+    const std::string what = test::describe(d, dist, cond, seed);
+    EXPECT_TRUE(r.gate.pass()) << what << " failures " << r.gate.failures << " nonfinite " << r.gate.nonfinite;
+    EXPECT_LE(r.gate.worst_factor, test::factor_bound(d.m, d.n)) << what;
+    EXPECT_LE(r.gate.worst_orth, test::orth_bound(d.m, d.n)) << what;
+    // Padding between matrices and rows is never written.
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i] == 12345.0f) ASSERT_EQ(r.h[i], 12345.0f) << what << " index " << i;
+  }
+
+  Context* ctx_ = nullptr;
+};
+
+TEST_F(Gpu, EveryDistribution) {
+  for (int di = 0; di < check::kNumDistributions; ++di)
+    for (int n : {33, 100, 512})
+      for (Layout layout : {Layout::row_major, Layout::col_major})
+        expect_accurate(make_geqrf_desc(n, n, n == 512 ? 3 : 7, layout), static_cast<Distribution>(di), di % 3);
+}
+
+TEST_F(Gpu, ManySizesRandomBatches) {
+  std::mt19937_64 rng(test::fresh_seed());
+  for (int n : {1, 2, 3, 31, 32, 33, 100, 176, 257, 352, 512, 640, 1000, 1024, 2048}) {
+    const std::int64_t batch = n >= 1000 ? 1 + static_cast<std::int64_t>(rng() % 3)
+                                         : 1 + static_cast<std::int64_t>(rng() % (n >= 300 ? 9 : 40));
+    const Layout layout = (rng() & 1) ? Layout::row_major : Layout::col_major;
+    expect_accurate(make_geqrf_desc(n, n, batch, layout), Distribution::mixed, 2.0);
+  }
+}
+
+TEST_F(Gpu, TallAndWide) {
+  for (auto [m, n] : {std::pair{300, 640}, {100, 777}, {4, 3000}, {777, 100}, {3000, 4}, {2048, 64}, {1, 50},
+                      {50, 1}, {513, 512}, {512, 513}})
+    for (Layout layout : {Layout::row_major, Layout::col_major})
+      expect_accurate(make_geqrf_desc(m, n, 2, layout), Distribution::dense, 1.0);
+}
+
+// Each kernel of the policy: fused (whole matrix on chip), blocked with a one-CTA
+// panel, blocked with a cluster panel (few large matrices), and the global-memory
+// panel for panels too tall for a cluster.
+TEST_F(Gpu, EveryKernelPath) {
+  expect_accurate(make_geqrf_desc(64, 64, 50), Distribution::dense, 1.0);              // fused
+  expect_accurate(make_geqrf_desc(512, 512, 200), Distribution::mixed, 2.0);           // blocked, 1 CTA
+  expect_accurate(make_geqrf_desc(4096, 4096, 1, Layout::col_major), Distribution::dense, 1.0);  // cluster
+  expect_accurate(make_geqrf_desc(20000, 40, 2), Distribution::dense, 1.0);            // global panel
+  expect_accurate(make_geqrf_desc(20000, 40, 2, Layout::col_major), Distribution::rowscale, 0.0);
+}
+
+TEST_F(Gpu, PaddedStrides) {
+  for (Layout layout : {Layout::row_major, Layout::col_major})
+    for (auto [m, n] : {std::pair{40, 40}, {300, 200}}) {
+      GeqrfDesc d = make_geqrf_desc(m, n, 3, layout);
+      d.ld += 5;
+      d.stride = (layout == Layout::row_major ? m : n) * d.ld + 3;
+      d.tau_stride = std::min(m, n) + 2;
+      expect_accurate(d, Distribution::dense, 1.0);
+    }
+}
+
+TEST_F(Gpu, BitwiseReproducible) {
+  for (auto [m, n] : {std::pair{32, 32}, {512, 512}, {2048, 2048}}) {
+    const GeqrfDesc d = make_geqrf_desc(m, n, n > 1000 ? 2 : 8);
+    const auto a = test::generate_batch(d, Distribution::mixed, 2.0, test::fresh_seed());
+    const Result r1 = run(d, a), r2 = run(d, a);
+    EXPECT_EQ(std::memcmp(r1.h.data(), r2.h.data(), r1.h.size() * 4), 0) << n;
+    EXPECT_EQ(std::memcmp(r1.tau.data(), r2.tau.data(), r1.tau.size() * 4), 0) << n;
+  }
+}
+
+TEST_F(Gpu, ZeroMatrixGivesZeroTau) {
+  for (int n : {16, 512}) {
+    const GeqrfDesc d = make_geqrf_desc(n, n, 2);
+    const std::vector<float> a(static_cast<std::size_t>(2) * n * n, 0.0f);
+    const Result r = run(d, a);
+    for (float t : r.tau) ASSERT_EQ(t, 0.0f);
+    for (float x : r.h) ASSERT_EQ(x, 0.0f);
+  }
+}
+
+// Documented behaviour: NaN in a matrix makes that matrix's factors NaN; the others are
+// factored as if it were absent.
+TEST_F(Gpu, NaNStaysInItsMatrix) {
+  for (int n : {24, 600}) {
+    const GeqrfDesc d = make_geqrf_desc(n, n, 3);
+    auto a = test::generate_batch(d, Distribution::dense, 0.0, test::fresh_seed());
+    auto clean = a;
+    a[d.stride + 5 * n + 3] = std::numeric_limits<float>::quiet_NaN();
+    const Result r = run(d, a), rc = run(d, clean);
+    EXPECT_FALSE(r.gate.matrices[1].finite);
+    EXPECT_TRUE(r.gate.matrices[0].pass());
+    EXPECT_TRUE(r.gate.matrices[2].pass());
+    // The clean matrices are bitwise what they are without the NaN neighbour.
+    for (int b : {0, 2})
+      EXPECT_EQ(std::memcmp(r.h.data() + b * d.stride, rc.h.data() + b * d.stride, d.stride * 4), 0);
+  }
+}
+
+TEST_F(Gpu, RejectsHostPointersAndTooLittleWorkspace) {
+  const GeqrfDesc d = make_geqrf_desc(600, 600, 2);
+  std::vector<float> host(600 * 600 * 2), htau(1200);
+  Dev<float> a(host.size()), tau(1200);
+  std::size_t ws = 0;
+  ASSERT_EQ(geqrf_workspace_size(ctx_, d, &ws), Status::success);
+  ASSERT_GT(ws, 0u);
+  Dev<unsigned char> w(ws);
+  EXPECT_EQ(geqrf(ctx_, d, host.data(), tau.p, w.p, ws), Status::invalid_pointer);
+  EXPECT_EQ(geqrf(ctx_, d, a.p, htau.data(), w.p, ws), Status::invalid_pointer);
+  EXPECT_EQ(geqrf(ctx_, d, a.p, tau.p, w.p, ws - 1), Status::insufficient_workspace);
+  EXPECT_EQ(geqrf(ctx_, d, a.p, tau.p, nullptr, ws), Status::null_pointer);
+}
+
+TEST_F(Gpu, CapturedInACudaGraph) {
+  const GeqrfDesc d = make_geqrf_desc(600, 600, 4);
+  const auto a = test::generate_batch(d, Distribution::dense, 1.0, test::fresh_seed());
+  const Result eager = run(d, a);
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  Dev<float> dh(a.size()), dt(test::tau_extent(d));
+  dh.upload(a);
+  std::size_t ws = 0;
+  ASSERT_EQ(geqrf_workspace_size(ctx_, d, &ws), Status::success);
+  Dev<unsigned char> w(ws);
+  cudaGraph_t graph;
+  CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  ASSERT_EQ(geqrf(ctx_, d, dh.p, dt.p, w.p, ws, s), Status::success);
+  CUDA_OK(cudaStreamEndCapture(s, &graph));
+  cudaGraphExec_t exec;
+  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_OK(cudaGraphLaunch(exec, s));
+  CUDA_OK(cudaStreamSynchronize(s));
+  EXPECT_EQ(dh.download(), eager.h);
+  EXPECT_EQ(dt.download(), eager.tau);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+}
+
+TEST_F(Gpu, ThreadsWithSeparateContextsAndStreams) {
+  const GeqrfDesc d = make_geqrf_desc(300, 300, 5);
+  const auto a = test::generate_batch(d, Distribution::mixed, 2.0, test::fresh_seed());
+  const Result ref = run(d, a);
+  std::vector<std::vector<float>> out(4);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 4; ++t)
+    pool.emplace_back([&, t] {
+      Context* c = nullptr;
+      if (create_context(Backend::cuda, &c) != Status::success) return;
+      cudaStream_t s;
+      cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+      float *h = nullptr, *tau = nullptr;
+      void* w = nullptr;
+      std::size_t ws = 0;
+      geqrf_workspace_size(c, d, &ws);
+      cudaMalloc(&h, a.size() * 4);
+      cudaMalloc(&tau, test::tau_extent(d) * 4);
+      cudaMalloc(&w, std::max<std::size_t>(ws, 1));
+      for (int rep = 0; rep < 5; ++rep) {
+        cudaMemcpyAsync(h, a.data(), a.size() * 4, cudaMemcpyHostToDevice, s);
+        geqrf(c, d, h, tau, w, ws, s);
+      }
+      out[t].resize(a.size());
+      cudaMemcpyAsync(out[t].data(), h, a.size() * 4, cudaMemcpyDeviceToHost, s);
+      cudaStreamSynchronize(s);
+      cudaFree(h);
+      cudaFree(tau);
+      cudaFree(w);
+      cudaStreamDestroy(s);
+      destroy_context(c);
+    });
+  for (auto& th : pool) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(out[t], ref.h) << "thread " << t;
+}
+
+// More than 2^31 elements in the batch: 64 distinct 512 x 512 matrices tiled 9000 times.
+// Every output must equal (bitwise) the output of its original, and the originals pass
+// the gate, so every matrix past the 2^31 boundary was addressed correctly.
+TEST_F(Gpu, BatchBeyond2To31Elements) {
+  constexpr int n = 512, distinct = 64;
+  constexpr std::int64_t batch = 9000;
+  const std::size_t mat = static_cast<std::size_t>(n) * n;
+  ASSERT_GT(batch * static_cast<std::int64_t>(mat), std::int64_t{1} << 31);
+  std::size_t free_b = 0, total_b = 0;
+  CUDA_OK(cudaMemGetInfo(&free_b, &total_b));
+  if (free_b < batch * mat * 4 + (std::size_t{3} << 30)) GTEST_SKIP() << "needs ~13 GB of free device memory";
+  const GeqrfDesc small = make_geqrf_desc(n, n, distinct);
+  const auto a = test::generate_batch(small, Distribution::mixed, 2.0, test::fresh_seed());
+  const Result ref = run(small, a);
+  ASSERT_TRUE(ref.gate.pass());
+  const GeqrfDesc d = make_geqrf_desc(n, n, batch);
+  Dev<float> big(batch * mat), tau(batch * n);
+  ASSERT_NE(big.p, nullptr);
+  Dev<float> src(a.size());
+  src.upload(a);
+  for (std::int64_t b = 0; b < batch; b += distinct) {
+    const std::int64_t cnt = std::min<std::int64_t>(distinct, batch - b);
+    CUDA_OK(cudaMemcpy(big.p + b * mat, src.p, cnt * mat * 4, cudaMemcpyDeviceToDevice));
+  }
+  std::size_t ws = 0;
+  ASSERT_EQ(geqrf_workspace_size(ctx_, d, &ws), Status::success);
+  Dev<unsigned char> w(ws);
+  ASSERT_EQ(geqrf(ctx_, d, big.p, tau.p, w.p, ws), Status::success);
+  CUDA_OK(cudaDeviceSynchronize());
+  std::vector<float> h(mat), t(n);
+  for (std::int64_t b = 0; b < batch; b += 97) {  // a spread of matrices, then the last ones
+    for (std::int64_t bb : {b, batch - 1 - b % distinct}) {
+      CUDA_OK(cudaMemcpy(h.data(), big.p + bb * mat, mat * 4, cudaMemcpyDeviceToHost));
+      CUDA_OK(cudaMemcpy(t.data(), tau.p + bb * n, n * 4, cudaMemcpyDeviceToHost));
+      const std::size_t o = static_cast<std::size_t>(bb % distinct);
+      ASSERT_EQ(std::memcmp(h.data(), ref.h.data() + o * mat, mat * 4), 0) << "matrix " << bb;
+      ASSERT_EQ(std::memcmp(t.data(), ref.tau.data() + o * n, n * 4), 0) << "matrix " << bb;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace batchqr
