@@ -23,7 +23,8 @@ struct ImplResult {
   std::string note;  // why it did not run, or what failed
   Timing time;
   check::GateReport gate;  // worst over all inputs of the case
-  bool pass() const { return ran && gate.pass(); }
+  bool validated = false;
+  bool pass() const { return ran && validated && gate.pass(); }
 };
 
 struct CaseResult {
@@ -33,6 +34,9 @@ struct CaseResult {
   std::vector<ImplResult> baselines;
 };
 
+// cublasSgeqrfBatched is timed up to this n unless --cublas-all is given.
+inline constexpr std::int64_t kCublasMaxN = 1024;
+
 struct BenchOptions {
   Backend backend = Backend::cpu;
   Layout layout = Layout::row_major;
@@ -40,6 +44,8 @@ struct BenchOptions {
   int rounds = 0;                // 0: adaptive (see choose_rounds)
   double budget_s = 1.0;         // adaptive rounds aim at this much timed work per implementation
   bool baselines = true;         // GPU: also time cuSOLVER and cuBLAS
+  bool cublas_all = false;       // time cuBLAS batched for n > kCublasMaxN too
+  bool validate = true;          // false: factor and time only (sanitizer runs)
   int threads = 0;               // CPU backend threads (0: all cores)
 };
 

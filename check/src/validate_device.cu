@@ -1,4 +1,4 @@
-// GPU validator: Q^T A and Q formed in FP64 by applying the FP32 reflectors one at a
+// GPU validator: Q^T A and the thin Q formed in FP64 by applying the FP32 reflectors one at a
 // time (exact FP64 images of H and tau), Q^T Q and Q R by cuBLAS DGEMM, then the
 // 1-norms per matrix. Sums run in a fixed order, so the figures are reproducible.
 #include <cublas_v2.h>
@@ -47,12 +47,13 @@ __global__ void check_tau_kernel(const float* tau, std::int64_t tau_stride, int 
     if (!isfinite(tau[b * tau_stride + j])) atomicOr(&bad[b], 1);
 }
 
-__global__ void identity_kernel(double* Q, int m) {
+// The first k columns of the m x m identity.
+__global__ void identity_kernel(double* Q, int m, int k) {
   const std::int64_t b = blockIdx.y;
-  const std::int64_t mm = static_cast<std::int64_t>(m) * m;
-  for (std::int64_t idx = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; idx < mm;
+  const std::int64_t mk = static_cast<std::int64_t>(m) * k;
+  for (std::int64_t idx = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; idx < mk;
        idx += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    Q[b * mm + idx] = (idx % m == idx / m) ? 1.0 : 0.0;
+    Q[b * mk + idx] = (idx % m == idx / m) ? 1.0 : 0.0;
 }
 
 // X (m x ncols col-major FP64) := H_j X for j in the given order (each H_j symmetric).
@@ -103,13 +104,13 @@ __global__ void __launch_bounds__(kThreads) apply_reflectors_kernel(Src H, const
   }
 }
 
-// Per matrix: ||A||_1, ||R - QtA||_1, ||tril(QtA,-1)||_1, ||QR - A||_1, ||QtQ - I||_1,
-// and whether Q is finite. One CTA per matrix, one warp per column.
+// Per matrix: ||A||_1, ||R - QtA||_1, ||tril(QtA,-1)||_1, ||QR - A||_1, ||QtQ - I||_1
+// (QtQ is k x k), and whether Q is finite. One CTA per matrix, one warp per column.
 __global__ void norms_kernel(const double* Ad, const double* R, const double* QtA, const double* QR,
-                             const double* QtQ, int m, int n, double* out) {
+                             const double* QtQ, int m, int n, int k, double* out) {
   __shared__ double best[kThreads / 32][6];
   const std::int64_t b = blockIdx.x;
-  const std::int64_t mn = static_cast<std::int64_t>(m) * n, mm = static_cast<std::int64_t>(m) * m;
+  const std::int64_t mn = static_cast<std::int64_t>(m) * n, kk = static_cast<std::int64_t>(k) * k;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   double mx[6] = {0, 0, 0, 0, 0, 0};
   for (int j = warp; j < n; j += kThreads / 32) {
@@ -126,11 +127,11 @@ __global__ void norms_kernel(const double* Ad, const double* R, const double* Qt
       mx[q] = fmax(mx[q], s[q]);
     }
   }
-  for (int j = warp; j < m; j += kThreads / 32) {
+  for (int j = warp; j < k; j += kThreads / 32) {
     double s = 0.0;
     bool finite = true;
-    for (int i = lane; i < m; i += 32) {
-      const double g = QtQ[b * mm + static_cast<std::int64_t>(j) * m + i];
+    for (int i = lane; i < k; i += 32) {
+      const double g = QtQ[b * kk + static_cast<std::int64_t>(j) * k + i];
       finite &= isfinite(g);
       s += fabs(g - (i == j ? 1.0 : 0.0));
     }
@@ -177,14 +178,15 @@ bool validate_device(const GeqrfDesc& d, const float* a, const float* h, const f
     return true;
   }
   const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
-  const std::size_t mn = static_cast<std::size_t>(m) * n, mm = static_cast<std::size_t>(m) * m;
-  const std::size_t per = (4 * mn + 2 * mm) * sizeof(double);
+  const std::size_t mn = static_cast<std::size_t>(m) * n, mk = static_cast<std::size_t>(m) * k,
+                    kk = static_cast<std::size_t>(k) * k;
+  const std::size_t per = (4 * mn + mk + kk) * sizeof(double);
   const std::int64_t chunk = std::max<std::int64_t>(1, std::min<std::int64_t>({d.batch, static_cast<std::int64_t>(max_temp_bytes / per), 65535}));  // gridDim.y
 
   DeviceBuffer<double> Ad, R, QtA, QR, Q, QtQ, out;
   DeviceBuffer<int> bad;
   if (!Ad.alloc(chunk * mn) || !R.alloc(chunk * mn) || !QtA.alloc(chunk * mn) || !QR.alloc(chunk * mn) ||
-      !Q.alloc(chunk * mm) || !QtQ.alloc(chunk * mm) || !out.alloc(chunk * 6) || !bad.alloc(chunk))
+      !Q.alloc(chunk * mk) || !QtQ.alloc(chunk * kk) || !out.alloc(chunk * 6) || !bad.alloc(chunk))
     return false;
   cublasHandle_t blas = nullptr;
   if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) return false;
@@ -202,23 +204,24 @@ bool validate_device(const GeqrfDesc& d, const float* a, const float* h, const f
     const float* tb = tau + b0 * d.tau_stride;
     ok &= cudaMemsetAsync(bad.p, 0, sizeof(int) * nb, stream) == cudaSuccess;
     const unsigned gx_mn = static_cast<unsigned>(std::min<std::size_t>(4096, (mn + kThreads - 1) / kThreads));
-    const unsigned gx_mm = static_cast<unsigned>(std::min<std::size_t>(4096, (mm + kThreads - 1) / kThreads));
+    const unsigned gx_mk = static_cast<unsigned>(std::min<std::size_t>(4096, (mk + kThreads - 1) / kThreads));
     unpack_kernel<<<dim3(gx_mn, nb), kThreads, 0, stream>>>(A, H, m, n, Ad.p, R.p, bad.p);
     check_tau_kernel<<<nb, 128, 0, stream>>>(tb, d.tau_stride, k, bad.p);
     ok &= cudaMemcpyAsync(QtA.p, Ad.p, sizeof(double) * mn * nb, cudaMemcpyDeviceToDevice, stream) == cudaSuccess;
-    identity_kernel<<<dim3(gx_mm, nb), kThreads, 0, stream>>>(Q.p, m);
-    // Q^T A = H_{k-1} ... H_0 A;  Q = H_0 ... H_{k-1} I.
+    identity_kernel<<<dim3(gx_mk, nb), kThreads, 0, stream>>>(Q.p, m, k);
+    // Q^T A = H_{k-1} ... H_0 A;  Q_k = H_0 ... H_{k-1} I[:, 0:k].
     apply_reflectors_kernel<<<dim3((n + kStripCols - 1) / kStripCols, nb), kThreads, 0, stream>>>(
         H, tb, d.tau_stride, m, k, QtA.p, n, true);
-    apply_reflectors_kernel<<<dim3((m + kStripCols - 1) / kStripCols, nb), kThreads, 0, stream>>>(
-        H, tb, d.tau_stride, m, k, Q.p, m, false);
+    apply_reflectors_kernel<<<dim3((k + kStripCols - 1) / kStripCols, nb), kThreads, 0, stream>>>(
+        H, tb, d.tau_stride, m, k, Q.p, k, false);
     ok &= cudaGetLastError() == cudaSuccess;
     const double one = 1.0, zero = 0.0;
-    ok &= cublasDgemmStridedBatched(blas, CUBLAS_OP_T, CUBLAS_OP_N, m, m, m, &one, Q.p, m, mm, Q.p, m, mm, &zero,
-                                    QtQ.p, m, mm, nb) == CUBLAS_STATUS_SUCCESS;
-    ok &= cublasDgemmStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, m, n, m, &one, Q.p, m, mm, R.p, m, mn, &zero,
+    ok &= cublasDgemmStridedBatched(blas, CUBLAS_OP_T, CUBLAS_OP_N, k, k, m, &one, Q.p, m, mk, Q.p, m, mk, &zero,
+                                    QtQ.p, k, kk, nb) == CUBLAS_STATUS_SUCCESS;
+    // Q R = Q_k R[0:k, :] (R is zero below row k).
+    ok &= cublasDgemmStridedBatched(blas, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, Q.p, m, mk, R.p, m, mn, &zero,
                                     QR.p, m, mn, nb) == CUBLAS_STATUS_SUCCESS;
-    norms_kernel<<<nb, kThreads, 0, stream>>>(Ad.p, R.p, QtA.p, QR.p, QtQ.p, m, n, out.p);
+    norms_kernel<<<nb, kThreads, 0, stream>>>(Ad.p, R.p, QtA.p, QR.p, QtQ.p, m, n, k, out.p);
     ok &= cudaGetLastError() == cudaSuccess;
     ok &= cudaMemcpyAsync(host.data(), out.p, sizeof(double) * 6 * nb, cudaMemcpyDeviceToHost, stream) == cudaSuccess;
     ok &= cudaMemcpyAsync(host_bad.data(), bad.p, sizeof(int) * nb, cudaMemcpyDeviceToHost, stream) == cudaSuccess;

@@ -14,6 +14,8 @@ void dorgqr_(const int* m, const int* n, const int* k, double* a, const int* lda
 void dgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k,
             const double* alpha, const double* a, const int* lda, const double* b, const int* ldb,
             const double* beta, double* c, const int* ldc);
+void dormqr_(const char* side, const char* trans, const int* m, const int* n, const int* k, const double* a,
+             const int* lda, const double* tau, double* c, const int* ldc, double* work, const int* lwork, int* info);
 void dsyrk_(const char* uplo, const char* trans, const int* n, const int* k, const double* alpha,
             const double* a, const int* lda, const double* beta, double* c, const int* ldc);
 }
@@ -56,60 +58,63 @@ MatrixReport check_one(const GeqrfDesc& d, const float* a, const float* h, const
     return static_cast<double>(d.layout == Layout::row_major ? p[static_cast<std::int64_t>(i) * d.ld + j]
                                                              : p[i + static_cast<std::int64_t>(j) * d.ld]);
   };
+  auto ix = [m](int i, int j) { return static_cast<std::size_t>(i) + static_cast<std::size_t>(j) * m; };
   MatrixReport rep;
+  const double inf = std::numeric_limits<double>::infinity();
+  auto nonfinite = [&] {
+    rep.finite = false;
+    rep.factor = rep.orth = rep.leak = rep.recon = inf;
+    return rep;
+  };
   B.A.assign(static_cast<std::size_t>(m) * n, 0.0);
   B.R.assign(static_cast<std::size_t>(m) * n, 0.0);
-  B.Q.assign(static_cast<std::size_t>(m) * m, 0.0);
+  B.Q.assign(static_cast<std::size_t>(m) * k, 0.0);  // reflectors, then the thin Q
   B.tau.assign(static_cast<std::size_t>(std::max(k, 1)), 0.0);
   bool finite = true;
   for (int j = 0; j < n; ++j)
     for (int i = 0; i < m; ++i) {
       const double hv = at(h, i, j);
       finite &= std::isfinite(hv);
-      B.A[i + static_cast<std::size_t>(j) * m] = at(a, i, j);
-      if (i <= j) B.R[i + static_cast<std::size_t>(j) * m] = hv;
-      else if (j < k) B.Q[i + static_cast<std::size_t>(j) * m] = hv;
+      B.A[ix(i, j)] = at(a, i, j);
+      if (i <= j) B.R[ix(i, j)] = hv;
+      else if (j < k) B.Q[ix(i, j)] = hv;
     }
   for (int j = 0; j < k; ++j) {
     B.tau[j] = tau[j];
     finite &= std::isfinite(B.tau[j]);
   }
-  const double inf = std::numeric_limits<double>::infinity();
-  if (!finite) {
-    rep.finite = false;
-    rep.factor = rep.orth = rep.leak = rep.recon = inf;
-    return rep;
-  }
-  // Q = H_0 ... H_{k-1} (m x m).
+  if (!finite) return nonfinite();
   int info = 0, lwork = -1;
   double opt = 0;
-  dorgqr_(&m, &m, &k, B.Q.data(), &m, B.tau.data(), &opt, &lwork, &info);
-  lwork = std::max(1, static_cast<int>(opt));
+  // Q^T A (m x n) with the reflectors as they are, then the thin Q (m x k) from them.
+  B.QtA = B.A;
+  dormqr_("L", "T", &m, &n, &k, B.Q.data(), &m, B.tau.data(), B.QtA.data(), &m, &opt, &lwork, &info);
+  int lwork2 = -1;
+  double opt2 = 0;
+  dorgqr_(&m, &k, &k, B.Q.data(), &m, B.tau.data(), &opt2, &lwork2, &info);
+  lwork = std::max({1, static_cast<int>(opt), static_cast<int>(opt2)});
   B.work.resize(static_cast<std::size_t>(lwork));
-  dorgqr_(&m, &m, &k, B.Q.data(), &m, B.tau.data(), B.work.data(), &lwork, &info);
+  dormqr_("L", "T", &m, &n, &k, B.Q.data(), &m, B.tau.data(), B.QtA.data(), &m, B.work.data(), &lwork, &info);
+  if (info != 0) return nonfinite();
+  dorgqr_(&m, &k, &k, B.Q.data(), &m, B.tau.data(), B.work.data(), &lwork, &info);
   for (double v : B.Q) finite &= std::isfinite(v);
-  if (info != 0 || !finite) {
-    rep.finite = false;
-    rep.factor = rep.orth = rep.leak = rep.recon = inf;
-    return rep;
-  }
+  for (double v : B.QtA) finite &= std::isfinite(v);
+  if (info != 0 || !finite) return nonfinite();
   const double one = 1.0, zero = 0.0;
-  B.QtA.assign(static_cast<std::size_t>(m) * n, 0.0);
-  dgemm_("T", "N", &m, &n, &m, &one, B.Q.data(), &m, B.A.data(), &m, &zero, B.QtA.data(), &m);
-  B.QtQ.assign(static_cast<std::size_t>(m) * m, 0.0);
-  dsyrk_("U", "T", &m, &m, &one, B.Q.data(), &m, &zero, B.QtQ.data(), &m);
+  B.QtQ.assign(static_cast<std::size_t>(k) * k, 0.0);
+  dsyrk_("U", "T", &k, &m, &one, B.Q.data(), &m, &zero, B.QtQ.data(), &k);
+  // Q R = Q_thin R[0:k, :] (R is zero below row k).
   B.QR.assign(static_cast<std::size_t>(m) * n, 0.0);
-  dgemm_("N", "N", &m, &n, &m, &one, B.Q.data(), &m, B.R.data(), &m, &zero, B.QR.data(), &m);
+  dgemm_("N", "N", &m, &n, &k, &one, B.Q.data(), &m, B.R.data(), &m, &zero, B.QR.data(), &m);
 
   double normA = 0, rf = 0, rl = 0, rr = 0, ro = 0;
   for (int j = 0; j < n; ++j) {
     double ca = 0, cf = 0, cl = 0, cr = 0;
     for (int i = 0; i < m; ++i) {
-      const std::size_t ix = i + static_cast<std::size_t>(j) * m;
-      ca += std::abs(B.A[ix]);
-      cf += std::abs(B.R[ix] - B.QtA[ix]);  // R is zero below the diagonal
-      if (i > j) cl += std::abs(B.QtA[ix]);
-      cr += std::abs(B.QR[ix] - B.A[ix]);
+      ca += std::abs(B.A[ix(i, j)]);
+      cf += std::abs(B.R[ix(i, j)] - B.QtA[ix(i, j)]);  // R is zero below the diagonal
+      if (i > j) cl += std::abs(B.QtA[ix(i, j)]);
+      cr += std::abs(B.QR[ix(i, j)] - B.A[ix(i, j)]);
     }
     normA = std::max(normA, ca);
     rf = std::max(rf, cf);
@@ -117,10 +122,10 @@ MatrixReport check_one(const GeqrfDesc& d, const float* a, const float* h, const
     rr = std::max(rr, cr);
   }
   // Q^T Q is symmetric: only its upper triangle was formed.
-  for (int j = 0; j < m; ++j) {
+  for (int j = 0; j < k; ++j) {
     double c = 0;
-    for (int i = 0; i < m; ++i) {
-      const double g = i <= j ? B.QtQ[i + static_cast<std::size_t>(j) * m] : B.QtQ[j + static_cast<std::size_t>(i) * m];
+    for (int i = 0; i < k; ++i) {
+      const double g = i <= j ? B.QtQ[i + static_cast<std::size_t>(j) * k] : B.QtQ[j + static_cast<std::size_t>(i) * k];
       c += std::abs(g - (i == j ? 1.0 : 0.0));
     }
     ro = std::max(ro, c);

@@ -1,11 +1,14 @@
 // batchqr::check: the accuracy gate of the QR contract, evaluated in FP64.
 //
 // For each matrix, with eps = 2^-23, N = max(m, n) (= n for the square matrices of the
-// contract), Q (m x m) formed in FP64 from the FP32 (H, tau) and R = triu(H):
+// contract), k = min(m, n), Q = H_0 ... H_{k-1} applied in FP64 from the FP32 (H, tau),
+// Q_k its first k columns (all of Q when m <= n) and R = triu(H):
 //   factor  = ||R - Q^T A||_1      / (N eps ||A||_1)   gate: <= 20
-//   orth    = ||Q^T Q - I||_1      / (N eps)           gate: <= 100
+//   orth    = ||Q_k^T Q_k - I||_1  / (N eps)           gate: <= 100
 //   leak    = ||tril(Q^T A, -1)||_1 / (N eps ||A||_1)   diagnostic
 //   recon   = ||Q R - A||_1        / (N eps ||A||_1)   diagnostic
+// (Q_k instead of the full m x m Q keeps tall matrices O(m n k); for the square
+// matrices of the contract the two are the same.)
 // and H, tau must be finite. When ||A||_1 = 0 a zero residual scores 0, any other inf.
 #pragma once
 
