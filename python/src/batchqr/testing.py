@@ -8,10 +8,12 @@
   suite(name)                the contract's benchmark ("qr_v2") or smoke ("smoke") cases
 
 All checkers return a GateReport with per-matrix scaled figures (eps = 2^-23,
-N = max(m, n)):
+N = max(m, n), k = min(m, n), Q = H_0 ... H_{k-1} formed in float64, Q_k its first k
+columns, as batchqr::check::validate_host defines them):
   factor = ||R - Q^T A||_1 / (N eps ||A||_1)   gate <= 20
-  orth   = ||Q^T Q - I||_1 / (N eps)           gate <= 100
-and a matrix passes when both hold and H, tau (and Q) are finite.
+  orth   = ||Q_k^T Q_k - I||_1 / (N eps)       gate <= 100
+and a matrix passes when both hold and H, tau (and Q) are finite. For square and wide
+matrices Q_k is all of Q.
 """
 
 from __future__ import annotations
@@ -163,6 +165,7 @@ def check_numpy(A, H, tau) -> GateReport:
     """Independent FP64 reference checker in NumPy (Q formed as the product of reflectors)."""
     a, h, t = _flatten(A, H, tau)
     b, m, n = a.shape
+    k = min(m, n)
     N = max(m, n, 1)
     finite = np.isfinite(h).all(axis=(1, 2)) & np.isfinite(t).all(axis=1)
     Q = householder_q_numpy(np.nan_to_num(h), np.nan_to_num(t))
@@ -171,7 +174,8 @@ def check_numpy(A, H, tau) -> GateReport:
     QtA = np.einsum("bki,bkj->bij", Q, ad)
     anorm = _norm1(ad)
     factor = _scaled(_norm1(R - QtA), N * EPS32 * anorm)
-    orth = _norm1(np.einsum("bki,bkj->bij", Q, Q) - np.eye(m)) / (N * EPS32)
+    Qk = Q[:, :, :k]
+    orth = _norm1(np.einsum("bki,bkj->bij", Qk, Qk) - np.eye(k)) / (N * EPS32)
     leak = _scaled(_norm1(np.tril(QtA, -1)), N * EPS32 * anorm)
     recon = _scaled(_norm1(Q @ R - ad), N * EPS32 * anorm)
     finite = finite & np.isfinite(Q).all(axis=(1, 2))
@@ -183,8 +187,9 @@ def check_numpy(A, H, tau) -> GateReport:
 def check_torch(A, H, tau, *, max_elements: int = 1 << 27) -> GateReport:
     """The contract's reference checker in PyTorch, float64, on the tensors' device:
     Q = torch.linalg.householder_product(H, tau) (padded to the full m x m Q for tall
-    matrices, cut to m x m for wide ones), R = triu(H). Works in chunks of the batch
-    so that the float64 temporaries stay near `max_elements` elements."""
+    matrices, cut to m x m for wide ones; orthogonality of its first k columns),
+    R = triu(H). Works in chunks of the batch so that the float64 temporaries stay near
+    `max_elements` elements."""
     import torch
 
     if A.dim() < 2:
@@ -198,7 +203,7 @@ def check_torch(A, H, tau, *, max_elements: int = 1 << 27) -> GateReport:
     t_all = tau.detach().reshape(b, k)
     chunk = max(1, max_elements // max(1, m * max(m, n)))
     factor, orth, leak, recon, finite = [], [], [], [], []
-    eye = torch.eye(m, dtype=torch.float64, device=A.device)
+    eye = torch.eye(k, dtype=torch.float64, device=A.device)
     for s in range(0, b, chunk):
         a = a_all[s:s + chunk].double()
         h = h_all[s:s + chunk].double()
@@ -226,7 +231,8 @@ def check_torch(A, H, tau, *, max_elements: int = 1 << 27) -> GateReport:
 
         fin = fin & torch.isfinite(Q).flatten(1).all(1)
         f = torch.where(fin, scaled(R - QtA), float("inf"))
-        o = torch.where(fin, (Q.mT @ Q - eye).abs().sum(-2).amax(-1) / (N * EPS32), float("inf"))
+        Qk = Q[:, :, :k]
+        o = torch.where(fin, (Qk.mT @ Qk - eye).abs().sum(-2).amax(-1) / (N * EPS32), float("inf"))
         factor.append(f.cpu())
         orth.append(o.cpu())
         leak.append(scaled(torch.tril(QtA, -1)).cpu())
