@@ -45,11 +45,13 @@ struct Dev {
   }
 };
 
-class Gpu : public ::testing::Test {
+// Every test runs once per arithmetic of the trailing updates.
+class Gpu : public ::testing::TestWithParam<Math> {
  protected:
   void SetUp() override {
     REQUIRE_GPU();
-    ASSERT_EQ(create_context(Backend::cuda, &ctx_), Status::success);
+    options_.math = GetParam();
+    ASSERT_EQ(create_context(Backend::cuda, &ctx_, options_), Status::success);
   }
   void TearDown() override { destroy_context(ctx_); }
 
@@ -90,17 +92,18 @@ class Gpu : public ::testing::Test {
       if (a[i] == 12345.0f) ASSERT_EQ(r.h[i], 12345.0f) << what << " index " << i;
   }
 
+  ContextOptions options_;
   Context* ctx_ = nullptr;
 };
 
-TEST_F(Gpu, EveryDistribution) {
+TEST_P(Gpu, EveryDistribution) {
   for (int di = 0; di < check::kNumDistributions; ++di)
     for (int n : {33, 100, 512})
       for (Layout layout : {Layout::row_major, Layout::col_major})
         expect_accurate(make_geqrf_desc(n, n, n == 512 ? 3 : 7, layout), static_cast<Distribution>(di), di % 3);
 }
 
-TEST_F(Gpu, ManySizesRandomBatches) {
+TEST_P(Gpu, ManySizesRandomBatches) {
   std::mt19937_64 rng(test::fresh_seed());
   for (int n : {1, 2, 3, 31, 32, 33, 100, 176, 257, 352, 512, 640, 1000, 1024, 2048}) {
     const std::int64_t batch = n >= 1000 ? 1 + static_cast<std::int64_t>(rng() % 3)
@@ -110,7 +113,7 @@ TEST_F(Gpu, ManySizesRandomBatches) {
   }
 }
 
-TEST_F(Gpu, TallAndWide) {
+TEST_P(Gpu, TallAndWide) {
   for (auto [m, n] : {std::pair{300, 640}, {100, 777}, {4, 3000}, {777, 100}, {3000, 4}, {2048, 64}, {1, 50},
                       {50, 1}, {513, 512}, {512, 513}})
     for (Layout layout : {Layout::row_major, Layout::col_major})
@@ -120,7 +123,7 @@ TEST_F(Gpu, TallAndWide) {
 // Each kernel of the policy: fused (whole matrix on chip), blocked with a one-CTA
 // panel, blocked with a cluster panel (few large matrices), and the global-memory
 // panel for panels too tall for a cluster.
-TEST_F(Gpu, EveryKernelPath) {
+TEST_P(Gpu, EveryKernelPath) {
   expect_accurate(make_geqrf_desc(64, 64, 50), Distribution::dense, 1.0);              // fused
   expect_accurate(make_geqrf_desc(512, 512, 200), Distribution::mixed, 2.0);           // blocked, 1 CTA
   expect_accurate(make_geqrf_desc(4096, 4096, 1, Layout::col_major), Distribution::dense, 1.0);  // cluster
@@ -128,7 +131,7 @@ TEST_F(Gpu, EveryKernelPath) {
   expect_accurate(make_geqrf_desc(20000, 40, 2, Layout::col_major), Distribution::rowscale, 0.0);
 }
 
-TEST_F(Gpu, PaddedStrides) {
+TEST_P(Gpu, PaddedStrides) {
   for (Layout layout : {Layout::row_major, Layout::col_major})
     for (auto [m, n] : {std::pair{40, 40}, {300, 200}}) {
       GeqrfDesc d = make_geqrf_desc(m, n, 3, layout);
@@ -139,7 +142,7 @@ TEST_F(Gpu, PaddedStrides) {
     }
 }
 
-TEST_F(Gpu, BitwiseReproducible) {
+TEST_P(Gpu, BitwiseReproducible) {
   for (auto [m, n] : {std::pair{32, 32}, {512, 512}, {2048, 2048}}) {
     const GeqrfDesc d = make_geqrf_desc(m, n, n > 1000 ? 2 : 8);
     const auto a = test::generate_batch(d, Distribution::mixed, 2.0, test::fresh_seed());
@@ -149,7 +152,7 @@ TEST_F(Gpu, BitwiseReproducible) {
   }
 }
 
-TEST_F(Gpu, ZeroMatrixGivesZeroTau) {
+TEST_P(Gpu, ZeroMatrixGivesZeroTau) {
   for (int n : {16, 512}) {
     const GeqrfDesc d = make_geqrf_desc(n, n, 2);
     const std::vector<float> a(static_cast<std::size_t>(2) * n * n, 0.0f);
@@ -161,7 +164,7 @@ TEST_F(Gpu, ZeroMatrixGivesZeroTau) {
 
 // Documented behaviour: NaN in a matrix makes that matrix's factors NaN; the others are
 // factored as if it were absent.
-TEST_F(Gpu, NaNStaysInItsMatrix) {
+TEST_P(Gpu, NaNStaysInItsMatrix) {
   for (int n : {24, 600}) {
     const GeqrfDesc d = make_geqrf_desc(n, n, 3);
     auto a = test::generate_batch(d, Distribution::dense, 0.0, test::fresh_seed());
@@ -177,7 +180,7 @@ TEST_F(Gpu, NaNStaysInItsMatrix) {
   }
 }
 
-TEST_F(Gpu, RejectsHostPointersAndTooLittleWorkspace) {
+TEST_P(Gpu, RejectsHostPointersAndTooLittleWorkspace) {
   const GeqrfDesc d = make_geqrf_desc(600, 600, 2);
   std::vector<float> host(600 * 600 * 2), htau(1200);
   Dev<float> a(host.size()), tau(1200);
@@ -191,7 +194,7 @@ TEST_F(Gpu, RejectsHostPointersAndTooLittleWorkspace) {
   EXPECT_EQ(geqrf(ctx_, d, a.p, tau.p, nullptr, ws), Status::null_pointer);
 }
 
-TEST_F(Gpu, CapturedInACudaGraph) {
+TEST_P(Gpu, CapturedInACudaGraph) {
   const GeqrfDesc d = make_geqrf_desc(600, 600, 4);
   const auto a = test::generate_batch(d, Distribution::dense, 1.0, test::fresh_seed());
   const Result eager = run(d, a);
@@ -217,7 +220,7 @@ TEST_F(Gpu, CapturedInACudaGraph) {
   cudaStreamDestroy(s);
 }
 
-TEST_F(Gpu, ThreadsWithSeparateContextsAndStreams) {
+TEST_P(Gpu, ThreadsWithSeparateContextsAndStreams) {
   const GeqrfDesc d = make_geqrf_desc(300, 300, 5);
   const auto a = test::generate_batch(d, Distribution::mixed, 2.0, test::fresh_seed());
   const Result ref = run(d, a);
@@ -226,7 +229,7 @@ TEST_F(Gpu, ThreadsWithSeparateContextsAndStreams) {
   for (int t = 0; t < 4; ++t)
     pool.emplace_back([&, t] {
       Context* c = nullptr;
-      if (create_context(Backend::cuda, &c) != Status::success) return;
+      if (create_context(Backend::cuda, &c, options_) != Status::success) return;
       cudaStream_t s;
       cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
       float *h = nullptr, *tau = nullptr;
@@ -258,7 +261,7 @@ TEST_F(Gpu, ThreadsWithSeparateContextsAndStreams) {
 // output of its original in the same call (the plan, hence the arithmetic, is the
 // same for every matrix of a call), so every matrix past the 2^31 boundary was
 // addressed correctly.
-TEST_F(Gpu, BatchBeyond2To31Elements) {
+TEST_P(Gpu, BatchBeyond2To31Elements) {
   constexpr int n = 512, distinct = 64;
   constexpr std::int64_t batch = 9000;
   const std::size_t mat = static_cast<std::size_t>(n) * n;
@@ -299,6 +302,11 @@ TEST_F(Gpu, BatchBeyond2To31Elements) {
     ASSERT_EQ(std::memcmp(t.data(), rtau.data() + o * n, n * 4), 0) << "matrix " << bb;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Math, Gpu, ::testing::Values(Math::fp32, Math::tf32x3),
+                         [](const ::testing::TestParamInfo<Math>& i) {
+                           return std::string(i.param == Math::fp32 ? "fp32" : "tf32x3");
+                         });
 
 }  // namespace
 }  // namespace batchqr

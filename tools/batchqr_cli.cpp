@@ -33,6 +33,7 @@ const char* kUsage =
     "  --case SPEC         one case, e.g. batch=640,n=512,cond=2,case=mixed (keys: batch, n,\n"
     "                      m [default n], cond [default 0], case [default dense]); repeatable\n"
     "  --backend B         auto (default: cuda when a GPU is present, else cpu), cpu, cuda\n"
+    "  --math M            CUDA trailing updates: auto (default), tf32x3 (tensor cores), fp32\n"
     "  --layout L          row (default, like a contiguous PyTorch tensor) or col (LAPACK)\n"
     "  --json FILE         also write the results as JSON\n"
     "  --seed N            base seed of the inputs (default 20261130)\n"
@@ -84,7 +85,8 @@ bool write_json(const std::string& path, const std::string& backend, const std::
   std::ofstream f(path);
   if (!f) return false;
   f << "{\"tool\":\"batchqr " << BATCHQR_VERSION_STRING << "\",\"backend\":\"" << backend << "\",\"device\":\""
-    << json_escape(device) << "\",\"layout\":\"" << (o.layout == Layout::row_major ? "row" : "col")
+    << json_escape(device) << "\",\"math\":\"" << (o.math == Math::fp32 ? "fp32" : o.math == Math::tf32x3 ? "tf32x3" : "auto")
+    << "\",\"layout\":\"" << (o.layout == Layout::row_major ? "row" : "col")
     << "\",\"seed\":" << o.seed << ",\"cases\":[";
   for (std::size_t i = 0; i < results.size(); ++i) {
     const CaseResult& c = results[i];
@@ -132,6 +134,9 @@ int cmd_bench(int argc, char** argv) {
       cases.push_back(c);
     } else if (a == "--backend") {
       if (!value(&backend_name)) return usage_error("--backend needs auto, cpu or cuda");
+    } else if (a == "--math") {
+      if (!value(&v) || (v != "auto" && v != "fp32" && v != "tf32x3")) return usage_error("--math needs auto, fp32 or tf32x3");
+      o.math = v == "fp32" ? Math::fp32 : v == "tf32x3" ? Math::tf32x3 : Math::automatic;
     } else if (a == "--layout") {
       if (!value(&v) || (v != "row" && v != "col")) return usage_error("--layout needs row or col");
       o.layout = v == "row" ? Layout::row_major : Layout::col_major;

@@ -46,6 +46,7 @@ struct BenchOptions {
   bool baselines = true;         // GPU: also time cuSOLVER and cuBLAS
   bool cublas_all = false;       // time cuBLAS batched for n > kCublasMaxN too
   bool validate = true;          // false: factor and time only (sanitizer runs)
+  Math math = Math::automatic;   // CUDA backend: trailing-update arithmetic
   int threads = 0;               // CPU backend threads (0: all cores)
 };
 

@@ -99,7 +99,9 @@ CudaBench::CudaBench(const BenchOptions& o) : impl_(new Impl) {
   if (cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking) != cudaSuccess) return;
   cudaEventCreate(&s.e0);
   cudaEventCreate(&s.e1);
-  if (create_context(Backend::cuda, &s.ctx) != Status::success) return;
+  ContextOptions copt;
+  copt.math = o.math;
+  if (create_context(Backend::cuda, &s.ctx, copt) != Status::success) return;
   if (cusolverDnCreate(&s.solver) != CUSOLVER_STATUS_SUCCESS) return;
   cusolverDnSetStream(s.solver, s.stream);
   if (cublasCreate(&s.blas) != CUBLAS_STATUS_SUCCESS) return;

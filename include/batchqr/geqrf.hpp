@@ -32,6 +32,7 @@ struct Context;
 struct ContextOptions {
   int device = -1;       // CUDA backend: device ordinal; -1 = the current device
   int num_threads = 0;   // CPU backend: worker threads; 0 = std::thread::hardware_concurrency()
+  Math math = Math::automatic;  // CUDA backend: arithmetic of the trailing updates
 };
 
 // True when this build has the CUDA backend and at least one device is visible.

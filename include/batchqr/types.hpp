@@ -22,6 +22,14 @@ enum class Backend : int {
   cuda = 1,  // batchqr's own kernels; pointers are device memory
 };
 
+// Arithmetic of the O(n^3) trailing updates of the CUDA backend. Every mode is
+// FP32-grade (see docs/accuracy in README.md); panels always run in FP32 with FP64 norms.
+enum class Math : int {
+  automatic = 0,  // tf32x3 on devices with TF32 tensor cores
+  fp32 = 1,       // FP32 fused multiply-adds on CUDA cores
+  tf32x3 = 2,     // tensor cores, each FP32 operand split into two TF32 parts, 3 products
+};
+
 // A strided batch of FP32 m x n matrices and their tau vectors:
 //   matrix b starts at a + b * stride, tau of matrix b at tau + b * tau_stride.
 // Use make_geqrf_desc() for packed batches.

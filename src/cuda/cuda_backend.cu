@@ -104,6 +104,12 @@ Status make_cuda_backend(const ContextOptions& options, std::unique_ptr<BackendI
   int cluster = 0;
   BATCHQR_CUDA_TRY(cudaDeviceGetAttribute(&cluster, cudaDevAttrClusterLaunch, dev.device));
   dev.cluster_launch = cluster != 0;
+  switch (options.math) {
+    case Math::automatic: dev.tf32x3 = true; break;  // every supported device (sm_90+) has TF32 tensor cores
+    case Math::tf32x3: dev.tf32x3 = true; break;
+    case Math::fp32: dev.tf32x3 = false; break;
+    default: return Status::not_supported;
+  }
   if (dev.cc_major < 9) return Status::not_supported;  // the kernels are built for sm_90 and newer
   {
     DeviceGuard guard(dev.device);

@@ -42,12 +42,21 @@ Status launch_geqr2(Layout layout, const Geqr2Args& args, const PanelPlan& pp, s
                     : launch_geqr2<Layout::col_major, false>(args, batch, pp.smem_bytes, stream);
 }
 
-Status launch_larfb(Layout layout, const LarfbArgs& args, std::int64_t batch, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(batch * args.tiles));
-  if (layout == Layout::row_major)
-    larfb_kernel<Layout::row_major><<<grid, kLarfbThreads, 0, stream>>>(args);
-  else
-    larfb_kernel<Layout::col_major><<<grid, kLarfbThreads, 0, stream>>>(args);
+template <Layout L, TrailingMath M>
+void launch_larfb(const LarfbArgs& args, const dim3 grid, cudaStream_t stream) {
+  larfb_vtc_kernel<L, M><<<grid, kLarfbThreads, 0, stream>>>(args);
+  larfb_update_kernel<L, M><<<grid, kLarfbThreads, 0, stream>>>(args);
+}
+
+Status launch_larfb(Layout layout, bool tf32x3, const LarfbArgs& args, std::int64_t batch, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(batch * args.tiles * args.splits));
+  if (layout == Layout::row_major) {
+    if (tf32x3) launch_larfb<Layout::row_major, TrailingMath::tf32x3>(args, grid, stream);
+    else launch_larfb<Layout::row_major, TrailingMath::fp32>(args, grid, stream);
+  } else {
+    if (tf32x3) launch_larfb<Layout::col_major, TrailingMath::tf32x3>(args, grid, stream);
+    else launch_larfb<Layout::col_major, TrailingMath::fp32>(args, grid, stream);
+  }
   BATCHQR_CUDA_TRY(cudaGetLastError());
   return Status::success;
 }
@@ -119,12 +128,17 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Arguments& args, void* w
   const GeqrfPlan plan = make_plan(dev, d);
   if (workspace_bytes < plan.workspace_bytes) return Status::insufficient_workspace;
   const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
+  const std::int64_t chunk = plan.batch_chunk;
   float* t_ws = static_cast<float*>(workspace);
+  float* w_ws = t_ws + static_cast<std::size_t>(chunk) * plan.t_floats;
 
-  // Grid sizes are 32-bit: bound the matrices per launch.
-  const int max_tiles = (n + kLarfbTileN - 1) / kLarfbTileN;
-  const std::int64_t grid_cap = INT_MAX / (std::max(max_tiles, kMaxCluster) + 1);
-  const std::int64_t chunk = std::max<std::int64_t>(1, std::min(plan.batch_chunk, grid_cap));
+  // Grid sizes are 32-bit.
+  if (plan.algorithm == Algorithm::blocked) {
+    const std::int64_t per = std::max<std::int64_t>(kMaxCluster, static_cast<std::int64_t>(plan.w_floats / kLarfbPartial));
+    if (chunk > INT_MAX / per) return Status::not_supported;
+  } else if (chunk > INT_MAX) {
+    return Status::not_supported;
+  }
 
   for (std::int64_t b0 = 0; b0 < d.batch; b0 += chunk) {
     const std::int64_t nbat = std::min(chunk, d.batch - b0);
@@ -153,12 +167,16 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Arguments& args, void* w
       la.ld = d.ld;
       la.stride = d.stride;
       la.t = t_ws;
+      la.w = w_ws;
       la.j0 = j0;
       la.rows = rows;
       la.jb = jb;
       la.ncols = trailing;
       la.tiles = (trailing + kLarfbTileN - 1) / kLarfbTileN;
-      st = launch_larfb(d.layout, la, nbat, stream);
+      const LarfbSplit sp = larfb_split(dev, chunk, rows, la.tiles);  // as planned: same for every chunk
+      la.splits = sp.splits;
+      la.rows_per_split = sp.rows_per_split;
+      st = launch_larfb(d.layout, dev.tf32x3, la, nbat, stream);
       if (st != Status::success) return st;
     }
   }

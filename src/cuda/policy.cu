@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "cuda/geqr2.cuh"
+#include "cuda/larfb.cuh"
 #include "cuda/policy.hpp"
 
 namespace batchqr::cuda {
@@ -45,6 +46,18 @@ PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool
   return p;
 }
 
+LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int tiles) {
+  LarfbSplit sp;
+  const std::int64_t ctas = batch * tiles;
+  const std::int64_t target = static_cast<std::int64_t>(kLarfbCtasPerSm) * dev.sm_count;
+  std::int64_t s = 1;
+  if (ctas < target) s = std::min<std::int64_t>((target + ctas - 1) / ctas, std::max(1, rows / kMinSplitRows));
+  const int per = (static_cast<int>((rows + s - 1) / s) + kLarfbChunk - 1) / kLarfbChunk * kLarfbChunk;
+  sp.rows_per_split = std::max(per, kLarfbChunk);
+  sp.splits = (rows + sp.rows_per_split - 1) / sp.rows_per_split;
+  return sp;
+}
+
 GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
   GeqrfPlan plan;
   const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
@@ -53,14 +66,31 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
     plan.algorithm = Algorithm::fused;
     plan.nb = k;
     plan.batch_chunk = d.batch;
-    plan.workspace_bytes = 0;
     return plan;
   }
   plan.algorithm = Algorithm::blocked;
   plan.nb = std::min(kMaxPanelWidth, k);
-  constexpr std::size_t t_bytes = sizeof(float) * kMaxPanelWidth * kMaxPanelWidth;
-  plan.batch_chunk = std::max<std::int64_t>(1, std::min<std::int64_t>(d.batch, kMaxTWorkspace / t_bytes));
-  plan.workspace_bytes = static_cast<std::size_t>(plan.batch_chunk) * t_bytes;
+  plan.t_floats = static_cast<std::size_t>(kMaxPanelWidth) * kMaxPanelWidth;
+  // Workspace per matrix for a given chunk size: T plus the largest panel's partials.
+  auto w_floats_for = [&](std::int64_t chunk) {
+    std::size_t w = 0;
+    for (int j0 = 0; j0 < k; j0 += plan.nb) {
+      const int jb = std::min(plan.nb, k - j0), trailing = n - j0 - jb;
+      if (trailing <= 0) continue;
+      const int tiles = (trailing + kLarfbTileN - 1) / kLarfbTileN;
+      const LarfbSplit sp = larfb_split(dev, chunk, m - j0, tiles);
+      w = std::max(w, static_cast<std::size_t>(tiles) * sp.splits * kLarfbPartial);
+    }
+    return w;
+  };
+  plan.batch_chunk = d.batch;
+  plan.w_floats = w_floats_for(plan.batch_chunk);
+  const std::size_t per = (plan.t_floats + plan.w_floats) * sizeof(float);
+  if (static_cast<std::size_t>(d.batch) * per > kMaxWorkspace) {
+    plan.batch_chunk = std::max<std::int64_t>(1, static_cast<std::int64_t>(kMaxWorkspace / per));
+    plan.w_floats = w_floats_for(plan.batch_chunk);
+  }
+  plan.workspace_bytes = static_cast<std::size_t>(plan.batch_chunk) * (plan.t_floats + plan.w_floats) * sizeof(float);
   return plan;
 }
 
