@@ -38,23 +38,16 @@ fi
 note "$("$BUILD/batchqr" version)"
 
 if [ $run_tests = 1 ]; then
-  timeout 240 "$BUILD/tests/batchqr_gpu_tests" >"$OUT/gpu-tests.log" 2>&1
+  timeout 90 "$BUILD/tests/batchqr_gpu_tests" >"$OUT/gpu-tests.log" 2>&1
   rc=$?
   grep -E "^\[  FAILED  \]|Failure|Which is|actual|seed" "$OUT/gpu-tests.log" | head -30
   note "gpu tests: rc=$rc, $(grep -c '^\[       OK \]' "$OUT/gpu-tests.log") ok, $(grep -c '^\[  FAILED  \].*ms)' "$OUT/gpu-tests.log") failed"
-  timeout 120 "$BUILD/tests/batchqr_cpu_tests" >/dev/null 2>&1
+  timeout 30 "$BUILD/tests/batchqr_cpu_tests" >/dev/null 2>&1
   note "cpu tests on this machine: rc=$?"
 fi
 
-timeout 300 "$BUILD/batchqr" bench --suite qr_v2 --json "$OUT/qr_v2.json" >"$OUT/qr_v2.txt" 2>&1
+timeout 150 "$BUILD/batchqr" bench --suite qr_v2 --json "$OUT/qr_v2.json" >"$OUT/qr_v2.txt" 2>&1
 note "bench qr_v2 (default math): rc=$? $(grep 'geometric' "$OUT/qr_v2.txt")"
-timeout 120 "$BUILD/batchqr" bench --suite qr_v2 --math fp32 --no-baselines --json "$OUT/qr_v2_fp32.json" >/dev/null 2>&1
-note "bench qr_v2 (--math fp32): rc=$?"
-if [ $run_smoke = 1 ]; then
-  timeout 150 "$BUILD/batchqr" bench --suite smoke --no-baselines --json "$OUT/smoke.json" >"$OUT/smoke.txt" 2>&1
-  note "bench smoke: rc=$? $(grep 'geometric' "$OUT/smoke.txt")"
-fi
-
 if [ $run_san = 1 ]; then
   L="$OUT/sanitizer.log"
   : >"$L"
@@ -63,7 +56,7 @@ if [ $run_san = 1 ]; then
          --case batch=2,m=4,n=300)
   for math in tf32x3 fp32; do
     for layout in row col; do
-      timeout 60 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/batchqr" bench --no-baselines \
+      timeout 40 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/batchqr" bench --no-baselines \
         --no-validate --rounds 1 --math $math --layout $layout "${cases[@]}" >>"$L" 2>&1
       note "memcheck ($math, $layout-major, 5 cases): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
     done
@@ -73,6 +66,13 @@ if [ $run_san = 1 ]; then
       --no-validate --rounds 1 --case batch=1,n=64 --case batch=1,n=300 >>"$L" 2>&1
     note "racecheck (2 cases): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
   fi
+fi
+
+timeout 40 "$BUILD/batchqr" bench --suite qr_v2 --math fp32 --no-baselines --json "$OUT/qr_v2_fp32.json" >/dev/null 2>&1
+note "bench qr_v2 (--math fp32): rc=$?"
+if [ $run_smoke = 1 ]; then
+  timeout 50 "$BUILD/batchqr" bench --suite smoke --no-baselines --json "$OUT/smoke.json" >"$OUT/smoke.txt" 2>&1
+  note "bench smoke: rc=$? $(grep 'geometric' "$OUT/smoke.txt")"
 fi
 
 echo
