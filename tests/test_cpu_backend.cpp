@@ -17,20 +17,27 @@ struct CpuRun {
   Status status;
 };
 
+// Factors `h` in place on the CPU backend with its own context and workspace.
+Status factor_in_place(const GeqrfDesc& d, float* h, float* tau, int threads = 0) {
+  Context* ctx = nullptr;
+  ContextOptions o;
+  o.num_threads = threads;
+  Status st = create_context(Backend::cpu, &ctx, o);
+  if (st != Status::success) return st;
+  std::size_t ws = 0;
+  st = geqrf_workspace_size(ctx, d, &ws);
+  std::vector<unsigned char> w(ws);
+  if (st == Status::success) st = geqrf(ctx, d, h, tau, w.data(), ws);
+  destroy_context(ctx);
+  return st;
+}
+
 CpuRun factor(const GeqrfDesc& d, Distribution dist, double cond, std::uint64_t seed, int threads = 0) {
   CpuRun r;
   r.a = test::generate_batch(d, dist, cond, seed);
   r.h = r.a;
   r.tau.assign(std::max<std::size_t>(test::tau_extent(d), 1), -1.0f);
-  Context* ctx = nullptr;
-  ContextOptions o;
-  o.num_threads = threads;
-  EXPECT_EQ(create_context(Backend::cpu, &ctx, o), Status::success);
-  std::size_t ws = 0;
-  EXPECT_EQ(geqrf_workspace_size(ctx, d, &ws), Status::success);
-  std::vector<unsigned char> w(ws);
-  r.status = geqrf(ctx, d, r.h.data(), r.tau.data(), w.data(), ws);
-  destroy_context(ctx);
+  r.status = factor_in_place(d, r.h.data(), r.tau.data(), threads);
   return r;
 }
 
@@ -102,15 +109,9 @@ TEST(CpuBackend, PaddedStridesAreRespected) {
 TEST(CpuBackend, ZeroMatrixGivesZeroTau) {
   const GeqrfDesc d = make_geqrf_desc(16, 16, 2);
   std::vector<float> a(512, 0.0f), tau(32, 5.0f);
-  Context* ctx = nullptr;
-  ASSERT_EQ(create_context(Backend::cpu, &ctx), Status::success);
-  std::size_t ws = 0;
-  ASSERT_EQ(geqrf_workspace_size(ctx, d, &ws), Status::success);
-  std::vector<unsigned char> w(ws);
-  ASSERT_EQ(geqrf(ctx, d, a.data(), tau.data(), w.data(), ws), Status::success);
+  ASSERT_EQ(factor_in_place(d, a.data(), tau.data()), Status::success);
   for (float t : tau) EXPECT_EQ(t, 0.0f);
   for (float x : a) EXPECT_EQ(x, 0.0f);
-  destroy_context(ctx);
 }
 
 TEST(CpuBackend, NaNStaysInItsMatrix) {
@@ -119,13 +120,7 @@ TEST(CpuBackend, NaNStaysInItsMatrix) {
   std::vector<float> a = test::generate_batch(d, Distribution::dense, 0.0, seed);
   a[d.stride + 5 * 12 + 3] = std::numeric_limits<float>::quiet_NaN();  // matrix 1
   std::vector<float> h = a, tau(36, 0.0f);
-  Context* ctx = nullptr;
-  ASSERT_EQ(create_context(Backend::cpu, &ctx), Status::success);
-  std::size_t ws = 0;
-  ASSERT_EQ(geqrf_workspace_size(ctx, d, &ws), Status::success);
-  std::vector<unsigned char> w(ws);
-  ASSERT_EQ(geqrf(ctx, d, h.data(), tau.data(), w.data(), ws), Status::success);
-  destroy_context(ctx);
+  ASSERT_EQ(factor_in_place(d, h.data(), tau.data()), Status::success);
   const auto rep = check::validate_host(d, a.data(), h.data(), tau.data());
   EXPECT_FALSE(rep.matrices[1].finite);
   EXPECT_TRUE(rep.matrices[0].pass());
