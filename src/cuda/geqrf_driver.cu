@@ -113,7 +113,7 @@ Status GeqrfOperation::initialize(const DeviceInfo& dev) {
 }
 
 Status GeqrfOperation::can_implement(const DeviceInfo& dev, const Arguments& args) {
-  if (dev.cc_major < 7) return Status::not_supported;
+  if (dev.cc_major < 9) return Status::not_supported;  // built for sm_90 and newer
   if (args.a == nullptr || args.tau == nullptr) return Status::null_pointer;
   return Status::success;
 }
