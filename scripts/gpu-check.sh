@@ -4,7 +4,9 @@
 # updates, run the smoke tests, run compute-sanitizer memcheck on batchqr's kernels, and
 # print a short table last. Logs and JSON go to $OUT (8 files at most).
 #
-#   scripts/gpu-check.sh [--skip-tests] [--skip-sanitizer] [--skip-smoke] [--racecheck]
+#   scripts/gpu-check.sh [--skip-tests] [--skip-sanitizer] [--skip-smoke] [--no-baselines]
+#                        [--racecheck] [--profile]
+# --profile: per-kernel time (ncu) of one call of a few suite cases, written to profile.txt.
 #
 # BUILD_DIR (default build-gpu) may hold binaries built elsewhere for this GPU (the
 # device tool carries them); they are used when they run here, else the tree is built.
@@ -13,13 +15,15 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
 BUILD=${BUILD_DIR:-build-gpu}
 mkdir -p "$OUT"
-run_tests=1 run_san=1 run_smoke=1 run_race=0
+run_tests=1 run_san=1 run_smoke=1 run_race=0 run_prof=0 baselines=
 while [ $# -gt 0 ]; do
   case "$1" in
     --skip-tests) run_tests=0 ;;
     --skip-sanitizer) run_san=0 ;;
     --skip-smoke) run_smoke=0 ;;
     --racecheck) run_race=1 ;;
+    --profile) run_prof=1 ;;
+    --no-baselines) baselines=--no-baselines ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -46,7 +50,7 @@ if [ $run_tests = 1 ]; then
   note "cpu tests on this machine: rc=$?"
 fi
 
-timeout 150 "$BUILD/batchqr" bench --suite qr_v2 --json "$OUT/qr_v2.json" >"$OUT/qr_v2.txt" 2>&1
+timeout 150 "$BUILD/batchqr" bench --suite qr_v2 $baselines --json "$OUT/qr_v2.json" >"$OUT/qr_v2.txt" 2>&1
 note "bench qr_v2 (default math): rc=$? $(grep 'geometric' "$OUT/qr_v2.txt")"
 if [ $run_san = 1 ]; then
   L="$OUT/sanitizer.log"
@@ -55,7 +59,7 @@ if [ $run_san = 1 ]; then
   cases=(--case batch=3,n=32,cond=1 --case batch=2,m=300,n=640 --case batch=1,n=2048 --case batch=1,m=20000,n=40
          --case batch=2,m=4,n=300)
   for math in tf32x3 fp32; do
-    for layout in row col; do
+    for layout in row col; do  # tf32x3: batchqr's larfb kernels; fp32: cuBLAS
       timeout 40 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/batchqr" bench --no-baselines \
         --no-validate --rounds 1 --math $math --layout $layout "${cases[@]}" >>"$L" 2>&1
       note "memcheck ($math, $layout-major, 5 cases): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
@@ -68,8 +72,17 @@ if [ $run_san = 1 ]; then
   fi
 fi
 
-timeout 40 "$BUILD/batchqr" bench --suite qr_v2 --math fp32 --no-baselines --json "$OUT/qr_v2_fp32.json" >/dev/null 2>&1
-note "bench qr_v2 (--math fp32): rc=$?"
+timeout 60 "$BUILD/batchqr" bench --suite qr_v2 --math tf32x3 --no-baselines --json "$OUT/qr_v2_tf32x3.json" >"$OUT/qr_v2_tf32x3.txt" 2>&1
+note "bench qr_v2 (--math tf32x3): rc=$? $(grep 'geometric' "$OUT/qr_v2_tf32x3.txt")"
+if [ $run_prof = 1 ]; then
+  P="$OUT/profile.txt"
+  : >"$P"
+  for c in batch=20,n=32 batch=40,n=176 batch=640,n=512 batch=60,n=1024 batch=2,n=4096; do
+    timeout 90 ncu --clock-control none --launch-count 400 --metrics gpu__time_duration.sum --csv "$BUILD/batchqr" bench \
+      --no-baselines --no-validate --rounds 1 --case $c 2>/dev/null | python3 scripts/ncu-summary.py "$c (2 calls)" >>"$P"
+  done
+  cat "$P"
+fi
 if [ $run_smoke = 1 ]; then
   timeout 50 "$BUILD/batchqr" bench --suite smoke --no-baselines --json "$OUT/smoke.json" >"$OUT/smoke.txt" 2>&1
   note "bench smoke: rc=$? $(grep 'geometric' "$OUT/smoke.txt")"

@@ -1,6 +1,8 @@
 // The CUDA backend: device discovery, pointer checks, and the call into GeqrfOperation.
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <mutex>
 #include <new>
 
 #include "api/backend.hpp"
@@ -46,7 +48,13 @@ bool device_accessible(const void* p, int device) {
 
 class CudaBackend final : public BackendImpl {
  public:
-  explicit CudaBackend(const DeviceInfo& dev) : dev_(dev) {}
+  CudaBackend(const DeviceInfo& dev, cublasHandle_t blas) : dev_(dev), blas_(blas) {}
+  ~CudaBackend() override {
+    DeviceGuard guard(dev_.device);
+    cublasDestroy(blas_);
+  }
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
   Backend kind() const noexcept override { return Backend::cuda; }
 
   Status workspace_size(const GeqrfDesc& d, std::size_t* bytes) const noexcept override {
@@ -63,11 +71,15 @@ class CudaBackend final : public BackendImpl {
     const GeqrfOperation::Arguments args{d, a, tau};
     const Status st = GeqrfOperation::can_implement(dev_, args);
     if (st != Status::success) return st;
-    return GeqrfOperation::run(dev_, args, workspace, workspace_bytes, stream);
+    // The cuBLAS handle's stream and workspace are per call: one call at a time per context.
+    std::lock_guard<std::mutex> lock(blas_mutex_);
+    return GeqrfOperation::run(dev_, blas_, args, workspace, workspace_bytes, stream);
   }
 
  private:
   DeviceInfo dev_;
+  cublasHandle_t blas_;
+  mutable std::mutex blas_mutex_;
 };
 
 }  // namespace
@@ -105,20 +117,25 @@ Status make_cuda_backend(const ContextOptions& options, std::unique_ptr<BackendI
   BATCHQR_CUDA_TRY(cudaDeviceGetAttribute(&cluster, cudaDevAttrClusterLaunch, dev.device));
   dev.cluster_launch = cluster != 0;
   switch (options.math) {
-    case Math::automatic: dev.tf32x3 = true; break;  // every supported device (sm_90+) has TF32 tensor cores
+    case Math::automatic: dev.tf32x3 = false; break;  // see docs/perf-notes.md
     case Math::tf32x3: dev.tf32x3 = true; break;
     case Math::fp32: dev.tf32x3 = false; break;
     default: return Status::not_supported;
   }
   if (dev.cc_major < 9) return Status::not_supported;  // the kernels are built for sm_90 and newer
-  {
-    DeviceGuard guard(dev.device);
-    if (!guard.ok()) return Status::backend_error;
-    const Status st = GeqrfOperation::initialize(dev);
-    if (st != Status::success) return st;
+  DeviceGuard guard(dev.device);
+  if (!guard.ok()) return Status::backend_error;
+  const Status st = GeqrfOperation::initialize(dev);
+  if (st != Status::success) return st;
+  cublasHandle_t blas = nullptr;
+  const cublasStatus_t bs = cublasCreate(&blas);
+  if (bs != CUBLAS_STATUS_SUCCESS) return bs == CUBLAS_STATUS_ALLOC_FAILED ? Status::out_of_memory : Status::backend_error;
+  out->reset(new (std::nothrow) CudaBackend(dev, blas));
+  if (!*out) {
+    cublasDestroy(blas);
+    return Status::out_of_memory;
   }
-  out->reset(new (std::nothrow) CudaBackend(dev));
-  return *out ? Status::success : Status::out_of_memory;
+  return Status::success;
 }
 
 }  // namespace batchqr::detail

@@ -12,7 +12,7 @@ struct DeviceInfo {
   std::size_t smem_per_block_optin = 0;  // bytes of shared memory one CTA may opt in to
   std::size_t smem_per_sm = 0;
   bool cluster_launch = false;           // thread-block clusters (sm_90+)
-  bool tf32x3 = true;                    // trailing updates on tensor cores (3xTF32), else FP32 FMA
+  bool tf32x3 = false;                   // trailing updates: batchqr's 3xTF32 kernels, else cuBLAS SGEMM
 };
 
 }  // namespace batchqr::cuda

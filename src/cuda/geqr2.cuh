@@ -5,7 +5,8 @@
 // columns are reduced by reflectors; every reflector is applied to all ncols columns.
 // So the same kernel is both
 //   - the panel of the blocked algorithm (ncols = nrefl = nb), which also forms the
-//     T factor of the compact-WY form Q = I - V T V^T (LAPACK larft 'F','C'), and
+//     T factor of the compact-WY form Q = I - V T V^T (LAPACK larft 'F','C') and, for a
+//     trailing update by GEMMs, writes V^T (explicit unit diagonal), and
 //   - the whole factorization of a matrix that fits on chip (ncols = n, nrefl = min(m, n)).
 //
 // Work split: warp w owns the columns c with c % NW == w. Step j:
@@ -42,6 +43,8 @@ struct Geqr2Args {
   float* tau;               // tau of the first matrix
   std::int64_t tau_stride;
   float* t_out;             // T factors, kMaxPanelWidth^2 floats per matrix; null: none
+  float* vt_out;            // V^T, nrefl x rows column-major (ld = nrefl) per matrix; null: none
+  std::int64_t vt_stride;
   int j0;                   // the panel starts at row j0, column j0
   int rows;                 // m - j0
   int ncols;                // columns held and updated (>= nrefl)
@@ -59,7 +62,7 @@ __host__ __device__ inline std::size_t geqr2_smem_bytes(const Geqr2Args& p, bool
   if (panel_in_smem) floats += static_cast<std::size_t>(p.lds) * p.ncols;
   floats += round_up2(p.nrefl);
   if (p.cluster > 1) floats += round_up2(p.ncols);
-  if (p.t_out != nullptr) floats += kMaxPanelWidth * kGramLd;
+  if (p.t_out != nullptr || p.vt_out != nullptr) floats += kMaxPanelWidth * kGramLd;
   return 2 * sizeof(double) + floats * sizeof(float);
 }
 
@@ -92,7 +95,7 @@ __global__ void __launch_bounds__(NW * 32) geqr2_kernel(const Geqr2Args p) {
   const int warp = threadIdx.x >> 5;
   const int rb = rank * p.rows_per_cta;  // first panel row held by this CTA
   const int nloc = max(0, min(p.rows, rb + p.rows_per_cta) - rb);
-  const bool want_t = p.t_out != nullptr;
+  const bool want_t = p.t_out != nullptr || p.vt_out != nullptr;
 
   double* sNorm = reinterpret_cast<double*>(smem_raw);  // cluster slot: {sum sq, alpha}
   float* sP = reinterpret_cast<float*>(sNorm + 2);
@@ -218,10 +221,11 @@ __global__ void __launch_bounds__(NW * 32) geqr2_kernel(const Geqr2Args p) {
     }
   }
 
-  // --- larft: T (upper triangular) from G and tau, one warp ------------------------------
+  // --- larft: T (upper triangular) from G and tau, one warp per CTA --------------------------
+  // Every CTA of a cluster holds all of G and tau, so each forms T itself (into sG).
   if (want_t) {
     __syncthreads();
-    if (rank == 0 && warp == 0) {
+    if (warp == 0) {
       float trow[kMaxPanelWidth];  // row `lane` of T
 #pragma unroll
       for (int jj = 0; jj < kMaxPanelWidth; ++jj) {
@@ -236,9 +240,24 @@ __global__ void __launch_bounds__(NW * 32) geqr2_kernel(const Geqr2Args p) {
           trow[jj] = lane < jj ? -t * s : (lane == jj ? t : 0.0f);
         }
       }
-      float* T = p.t_out + mat * (kMaxPanelWidth * kMaxPanelWidth) + lane * kMaxPanelWidth;
+      __syncwarp();
 #pragma unroll
-      for (int l = 0; l < kMaxPanelWidth; ++l) T[l] = trow[l];
+      for (int l = 0; l < kMaxPanelWidth; ++l) sG[lane * kGramLd + l] = trow[l];
+      if (p.t_out != nullptr && rank == 0) {
+        float* T = p.t_out + mat * (kMaxPanelWidth * kMaxPanelWidth) + lane * kMaxPanelWidth;
+#pragma unroll
+        for (int l = 0; l < kMaxPanelWidth; ++l) T[l] = trow[l];
+      }
+    }
+  }
+
+  // --- V^T for the GEMM trailing update ---------------------------------------------------
+  if (p.vt_out != nullptr) {
+    float* Vt = p.vt_out + mat * p.vt_stride;
+    const int total = nloc * p.nrefl;
+    for (int idx = threadIdx.x; idx < total; idx += NT) {
+      const int rl = idx / p.nrefl, c = idx % p.nrefl, gr = rb + rl;
+      Vt[static_cast<std::int64_t>(gr) * p.nrefl + c] = gr > c ? P(rl, c) : (gr == c ? 1.0f : 0.0f);
     }
   }
 

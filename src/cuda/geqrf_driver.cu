@@ -5,19 +5,21 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/geqr2.cuh"
+#include "cuda/geqr2_reg_launch.hpp"
 #include "cuda/geqrf_device.hpp"
 #include "cuda/larfb.cuh"
+#include "cuda/larfb_gemm.hpp"
 #include "cuda/policy.hpp"
 
 namespace batchqr::cuda {
 namespace {
 
-template <Layout L, bool kSmem>
+template <Layout L, int NW, bool kSmem>
 Status launch_geqr2(const Geqr2Args& args, std::int64_t batch, std::size_t smem, cudaStream_t stream) {
-  auto kernel = geqr2_kernel<L, kPanelWarps, kSmem>;
+  auto kernel = geqr2_kernel<L, NW, kSmem>;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(batch * args.cluster));
-  cfg.blockDim = dim3(kPanelWarps * 32);
+  cfg.blockDim = dim3(NW * 32);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
@@ -33,43 +35,62 @@ Status launch_geqr2(const Geqr2Args& args, std::int64_t batch, std::size_t smem,
   return Status::success;
 }
 
+template <Layout L, int NW>
+Status launch_geqr2(const Geqr2Args& args, const PanelPlan& pp, std::int64_t batch, cudaStream_t stream) {
+  return pp.in_smem ? launch_geqr2<L, NW, true>(args, batch, pp.smem_bytes, stream)
+                    : launch_geqr2<L, NW, false>(args, batch, pp.smem_bytes, stream);
+}
+
+template <Layout L>
+Status launch_geqr2(const Geqr2Args& args, const PanelPlan& pp, std::int64_t batch, cudaStream_t stream) {
+  switch (pp.warps) {
+    case 8: return launch_geqr2<L, 8>(args, pp, batch, stream);
+    case 16: return launch_geqr2<L, 16>(args, pp, batch, stream);
+    case 32: return launch_geqr2<L, 32>(args, pp, batch, stream);
+    default: return Status::backend_error;  // panel_warps() returns only these
+  }
+}
+
 Status launch_geqr2(Layout layout, const Geqr2Args& args, const PanelPlan& pp, std::int64_t batch,
                     cudaStream_t stream) {
-  if (layout == Layout::row_major)
-    return pp.in_smem ? launch_geqr2<Layout::row_major, true>(args, batch, pp.smem_bytes, stream)
-                      : launch_geqr2<Layout::row_major, false>(args, batch, pp.smem_bytes, stream);
-  return pp.in_smem ? launch_geqr2<Layout::col_major, true>(args, batch, pp.smem_bytes, stream)
-                    : launch_geqr2<Layout::col_major, false>(args, batch, pp.smem_bytes, stream);
+  return layout == Layout::row_major ? launch_geqr2<Layout::row_major>(args, pp, batch, stream)
+                                     : launch_geqr2<Layout::col_major>(args, pp, batch, stream);
 }
 
-template <Layout L, TrailingMath M>
+template <Layout L>
 void launch_larfb(const LarfbArgs& args, const dim3 grid, cudaStream_t stream) {
-  larfb_vtc_kernel<L, M><<<grid, kLarfbThreads, 0, stream>>>(args);
-  larfb_update_kernel<L, M><<<grid, kLarfbThreads, 0, stream>>>(args);
+  larfb_vtc_kernel<L><<<grid, kLarfbThreads, 0, stream>>>(args);
+  larfb_update_kernel<L><<<grid, kLarfbThreads, 0, stream>>>(args);
 }
 
-Status launch_larfb(Layout layout, bool tf32x3, const LarfbArgs& args, std::int64_t batch, cudaStream_t stream) {
+Status launch_larfb(Layout layout, const LarfbArgs& args, std::int64_t batch, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(batch * args.tiles * args.splits));
-  if (layout == Layout::row_major) {
-    if (tf32x3) launch_larfb<Layout::row_major, TrailingMath::tf32x3>(args, grid, stream);
-    else launch_larfb<Layout::row_major, TrailingMath::fp32>(args, grid, stream);
-  } else {
-    if (tf32x3) launch_larfb<Layout::col_major, TrailingMath::tf32x3>(args, grid, stream);
-    else launch_larfb<Layout::col_major, TrailingMath::fp32>(args, grid, stream);
-  }
+  if (layout == Layout::row_major) launch_larfb<Layout::row_major>(args, grid, stream);
+  else launch_larfb<Layout::col_major>(args, grid, stream);
   BATCHQR_CUDA_TRY(cudaGetLastError());
   return Status::success;
 }
 
-template <Layout L, bool kSmem>
+template <Layout L, int NW, bool kSmem>
 cudaError_t raise_smem_limit(const DeviceInfo& dev) {
-  return cudaFuncSetAttribute(geqr2_kernel<L, kPanelWarps, kSmem>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  return cudaFuncSetAttribute(geqr2_kernel<L, NW, kSmem>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                               static_cast<int>(dev.smem_per_block_optin));
+}
+
+template <int NW>
+Status raise_smem_limits(const DeviceInfo& dev) {
+  BATCHQR_CUDA_TRY((raise_smem_limit<Layout::row_major, NW, true>(dev)));
+  BATCHQR_CUDA_TRY((raise_smem_limit<Layout::col_major, NW, true>(dev)));
+  BATCHQR_CUDA_TRY((raise_smem_limit<Layout::row_major, NW, false>(dev)));
+  BATCHQR_CUDA_TRY((raise_smem_limit<Layout::col_major, NW, false>(dev)));
+  return Status::success;
 }
 
 Geqr2Args panel_args(const GeqrfOperation::Arguments& a, float* a_chunk, float* tau_chunk, float* t_out,
                      int j0, int rows, int ncols, int nrefl, const PanelPlan& pp) {
   Geqr2Args g{};
+  g.vt_out = nullptr;
+  g.vt_stride = 0;
   g.a = a_chunk;
   g.ld = a.desc.ld;
   g.stride = a.desc.stride;
@@ -86,30 +107,13 @@ Geqr2Args panel_args(const GeqrfOperation::Arguments& a, float* a_chunk, float* 
   return g;
 }
 
-// One CTA per matrix, the whole matrix in shared memory (make_plan checked it fits).
-PanelPlan fused_plan(int m, int n, int k) {
-  PanelPlan pp;
-  pp.cluster = 1;
-  pp.rows_per_cta = m;
-  pp.lds = m | 1;
-  pp.in_smem = true;
-  Geqr2Args g{};
-  g.lds = pp.lds;
-  g.ncols = n;
-  g.nrefl = k;
-  g.cluster = 1;
-  pp.smem_bytes = geqr2_smem_bytes(g, true);
-  return pp;
-}
-
 }  // namespace
 
 Status GeqrfOperation::initialize(const DeviceInfo& dev) {
-  BATCHQR_CUDA_TRY((raise_smem_limit<Layout::row_major, true>(dev)));
-  BATCHQR_CUDA_TRY((raise_smem_limit<Layout::col_major, true>(dev)));
-  BATCHQR_CUDA_TRY((raise_smem_limit<Layout::row_major, false>(dev)));
-  BATCHQR_CUDA_TRY((raise_smem_limit<Layout::col_major, false>(dev)));
-  return Status::success;
+  Status st = raise_smem_limits<8>(dev);
+  if (st == Status::success) st = raise_smem_limits<16>(dev);
+  if (st == Status::success) st = raise_smem_limits<32>(dev);
+  return st;
 }
 
 Status GeqrfOperation::can_implement(const DeviceInfo& dev, const Arguments& args) {
@@ -122,23 +126,36 @@ std::size_t GeqrfOperation::get_workspace_size(const DeviceInfo& dev, const Geqr
   return make_plan(dev, desc).workspace_bytes;
 }
 
-Status GeqrfOperation::run(const DeviceInfo& dev, const Arguments& args, void* workspace,
+Status GeqrfOperation::run(const DeviceInfo& dev, cublasHandle_t blas, const Arguments& args, void* workspace,
                            std::size_t workspace_bytes, cudaStream_t stream) {
   const GeqrfDesc& d = args.desc;
   const GeqrfPlan plan = make_plan(dev, d);
   if (workspace_bytes < plan.workspace_bytes) return Status::insufficient_workspace;
   const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
   const std::int64_t chunk = plan.batch_chunk;
-  float* t_ws = static_cast<float*>(workspace);
+
+  // Workspace: [cuBLAS workspace, 256-byte aligned] then the per-matrix arrays.
+  unsigned char* ws = static_cast<unsigned char*>(workspace);
+  if (plan.blas_bytes > 0) {
+    unsigned char* aligned = ws + ((256 - reinterpret_cast<std::uintptr_t>(ws) % 256) % 256);
+    if (blas == nullptr) return Status::backend_error;
+    if (cublasSetStream(blas, stream) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetWorkspace(blas, aligned, plan.blas_bytes) != CUBLAS_STATUS_SUCCESS)
+      return Status::backend_error;
+    ws += plan.blas_bytes + 256;
+  }
+  float* t_ws = reinterpret_cast<float*>(ws);
   float* w_ws = t_ws + static_cast<std::size_t>(chunk) * plan.t_floats;
+  float* vt_ws = w_ws + static_cast<std::size_t>(chunk) * plan.w_floats;
 
   // Grid sizes are 32-bit.
-  if (plan.algorithm == Algorithm::blocked) {
+  if (plan.algorithm == Algorithm::blocked && plan.trailing == Trailing::mma_tf32x3) {
     const std::int64_t per = std::max<std::int64_t>(kMaxCluster, static_cast<std::int64_t>(plan.w_floats / kLarfbPartial));
     if (chunk > INT_MAX / per) return Status::not_supported;
-  } else if (chunk > INT_MAX) {
+  } else if (chunk > INT_MAX / kMaxCluster) {
     return Status::not_supported;
   }
+  if (plan.trailing == Trailing::gemm && d.ld > INT_MAX) return Status::not_supported;  // cuBLAS ld is an int
 
   for (std::int64_t b0 = 0; b0 < d.batch; b0 += chunk) {
     const std::int64_t nbat = std::min(chunk, d.batch - b0);
@@ -146,8 +163,17 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Arguments& args, void* w
     float* tau = args.tau + b0 * d.tau_stride;
 
     if (plan.algorithm == Algorithm::fused) {
-      const PanelPlan pp = fused_plan(m, n, k);
-      const Status st = launch_geqr2(d.layout, panel_args(args, a, tau, nullptr, 0, m, n, k, pp), pp, nbat, stream);
+      Geqr2RegArgs g{};
+      g.a = a;
+      g.ld = d.ld;
+      g.stride = d.stride;
+      g.tau = tau;
+      g.tau_stride = d.tau_stride;
+      g.j0 = 0;
+      g.rows = m;
+      g.ncols = n;
+      g.nrefl = k;
+      const Status st = launch_geqr2_reg(d.layout, g, plan.fused_reg, nbat, stream);
       if (st != Status::success) return st;
       continue;
     }
@@ -157,11 +183,54 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Arguments& args, void* w
       const int rows = m - j0;
       const int trailing = n - j0 - jb;
       const bool with_t = trailing > 0;
+      const bool gemm = plan.trailing == Trailing::gemm;
+      const std::int64_t vt_stride = static_cast<std::int64_t>(rows) * jb;
       const PanelPlan pp = panel_plan(dev, rows, jb, jb, with_t, nbat);
-      Status st = launch_geqr2(d.layout, panel_args(args, a, tau, with_t ? t_ws : nullptr, j0, rows, jb, jb, pp),
-                               pp, nbat, stream);
+      Status st;
+      if (pp.reg.rows_per_warp > 0) {
+        Geqr2RegArgs g{};
+        g.a = a;
+        g.ld = d.ld;
+        g.stride = d.stride;
+        g.tau = tau;
+        g.tau_stride = d.tau_stride;
+        g.t_out = with_t ? t_ws : nullptr;
+        g.vt_out = with_t && gemm ? vt_ws : nullptr;
+        g.vt_stride = vt_stride;
+        g.j0 = j0;
+        g.rows = rows;
+        g.ncols = jb;
+        g.nrefl = jb;
+        st = launch_geqr2_reg(d.layout, g, pp.reg, nbat, stream);
+      } else {
+        Geqr2Args ga = panel_args(args, a, tau, with_t ? t_ws : nullptr, j0, rows, jb, jb, pp);
+        if (with_t && gemm) {
+          ga.vt_out = vt_ws;
+          ga.vt_stride = vt_stride;
+        }
+        st = launch_geqr2(d.layout, ga, pp, nbat, stream);
+      }
       if (st != Status::success) return st;
       if (!with_t) continue;
+      if (gemm) {
+        LarfbGemmArgs lg{};
+        lg.a = a;
+        lg.ld = d.ld;
+        lg.stride = d.stride;
+        lg.vt = vt_ws;
+        lg.vt_stride = vt_stride;
+        lg.t = t_ws;
+        lg.t_stride = static_cast<std::int64_t>(kMaxPanelWidth) * kMaxPanelWidth;
+        lg.w = w_ws;
+        lg.w_stride = 2 * static_cast<std::int64_t>(jb) * trailing;
+        lg.j0 = j0;
+        lg.rows = rows;
+        lg.jb = jb;
+        lg.ncols = trailing;
+        st = larfb_gemm(blas, d.layout, lg, nbat);
+        if (st != Status::success) return st;
+        continue;
+      }
       LarfbArgs la{};
       la.a = a;
       la.ld = d.ld;
@@ -176,7 +245,7 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Arguments& args, void* w
       const LarfbSplit sp = larfb_split(dev, chunk, rows, la.tiles);  // as planned: same for every chunk
       la.splits = sp.splits;
       la.rows_per_split = sp.rows_per_split;
-      st = launch_larfb(d.layout, dev.tf32x3, la, nbat, stream);
+      st = launch_larfb(d.layout, la, nbat, stream);
       if (st != Status::success) return st;
     }
   }

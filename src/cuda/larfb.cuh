@@ -8,7 +8,7 @@
 //
 // V is read straight from the factored panel in A (the unit diagonal and the zeros above
 // it are applied while staging), T from the workspace written by geqr2_kernel. The two
-// products run either in FP32 on CUDA cores or in 3xTF32 on tensor cores (FP32-grade).
+// products run in 3xTF32 on tensor cores (FP32-grade).
 #pragma once
 
 #include <cstdint>
@@ -18,8 +18,6 @@
 #include "cuda/mma_tf32.cuh"
 
 namespace batchqr::cuda {
-
-enum class TrailingMath { fp32, tf32x3 };
 
 inline constexpr int kLarfbTileN = 32;
 inline constexpr int kLarfbThreads = 256;
@@ -89,7 +87,7 @@ __device__ __forceinline__ void stage_c(float (*s)[LDS], const MatrixView<L>& C,
 }  // namespace larfb_detail
 
 // W_s = V_s^T C_s: one 32 x 32 partial per (matrix, strip, row slice).
-template <Layout L, TrailingMath M>
+template <Layout L>
 __global__ void __launch_bounds__(kLarfbThreads) larfb_vtc_kernel(const LarfbArgs p) {
   using namespace larfb_detail;
   // Row stride 40 (= 8 mod 32): the tensor-core fragment reads are conflict-free.
@@ -103,63 +101,35 @@ __global__ void __launch_bounds__(kLarfbThreads) larfb_vtc_kernel(const LarfbArg
   const MatrixView<L> V = A.offset(p.j0, p.j0);
   const MatrixView<L> C = A.offset(p.j0, p.j0 + p.jb + blk.c0);
 
-  if constexpr (M == TrailingMath::fp32) {
-    const int part = tid / 64;  // rows r with r % 4 == part
-    const int ti = (tid % 64) / 8, tj = tid % 8;
-    float acc[4][4] = {};
-    for (int r0 = blk.r_lo; r0 < blk.r_hi; r0 += KC) {
-      stage_v(sV, V, r0, blk.r_hi, p.jb);
-      stage_c(sC, C, r0, blk.r_hi, blk.cn);
-      __syncthreads();
-#pragma unroll
-      for (int kk = part; kk < KC; kk += 4) {
-        float av[4], bv[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) av[i] = sV[kk][ti * 4 + i];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) bv[i] = sC[kk][tj * 4 + i];
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-#pragma unroll
-          for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
-      }
-      __syncthreads();
-    }
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) red[part][ti * 4 + i][tj * 4 + j] = acc[i][j];
-  } else {
-    // Warp w: k-step ks = w % 4 of each chunk, rows mt*16.. of W (mt = w / 4), all 32 columns.
-    const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-    const int ks = warp % 4, mt = warp / 4;
-    float acc[4][4] = {};
-    for (int r0 = blk.r_lo; r0 < blk.r_hi; r0 += KC) {
-      stage_v(sV, V, r0, blk.r_hi, p.jb);
-      stage_c(sC, C, r0, blk.r_hi, blk.cn);
-      __syncthreads();
-      // A = V^T: A[m][k] = sV[k][m].
-      std::uint32_t ab[4], as[4];
-      split_tf32(sV[ks * 8 + t][mt * 16 + g], ab[0], as[0]);
-      split_tf32(sV[ks * 8 + t][mt * 16 + g + 8], ab[1], as[1]);
-      split_tf32(sV[ks * 8 + t + 4][mt * 16 + g], ab[2], as[2]);
-      split_tf32(sV[ks * 8 + t + 4][mt * 16 + g + 8], ab[3], as[3]);
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
-        std::uint32_t bb[2], bs[2];
-        split_tf32(sC[ks * 8 + t][nt * 8 + g], bb[0], bs[0]);
-        split_tf32(sC[ks * 8 + t + 4][nt * 8 + g], bb[1], bs[1]);
-        mma_3xtf32(acc[nt], ab, as, bb, bs);
-      }
-      __syncthreads();
-    }
+  // Warp w: k-step ks = w % 4 of each chunk, rows mt*16.. of W (mt = w / 4), all 32 columns.
+  const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int ks = warp % 4, mt = warp / 4;
+  float acc[4][4] = {};
+  for (int r0 = blk.r_lo; r0 < blk.r_hi; r0 += KC) {
+    stage_v(sV, V, r0, blk.r_hi, p.jb);
+    stage_c(sC, C, r0, blk.r_hi, blk.cn);
+    __syncthreads();
+    // A = V^T: A[m][k] = sV[k][m].
+    std::uint32_t ab[4], as[4];
+    split_tf32(sV[ks * 8 + t][mt * 16 + g], ab[0], as[0]);
+    split_tf32(sV[ks * 8 + t][mt * 16 + g + 8], ab[1], as[1]);
+    split_tf32(sV[ks * 8 + t + 4][mt * 16 + g], ab[2], as[2]);
+    split_tf32(sV[ks * 8 + t + 4][mt * 16 + g + 8], ab[3], as[3]);
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt) {
-      red[ks][mt * 16 + g][nt * 8 + 2 * t] = acc[nt][0];
-      red[ks][mt * 16 + g][nt * 8 + 2 * t + 1] = acc[nt][1];
-      red[ks][mt * 16 + g + 8][nt * 8 + 2 * t] = acc[nt][2];
-      red[ks][mt * 16 + g + 8][nt * 8 + 2 * t + 1] = acc[nt][3];
+      std::uint32_t bb[2], bs[2];
+      split_tf32(sC[ks * 8 + t][nt * 8 + g], bb[0], bs[0]);
+      split_tf32(sC[ks * 8 + t + 4][nt * 8 + g], bb[1], bs[1]);
+      mma_3xtf32(acc[nt], ab, as, bb, bs);
     }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    red[ks][mt * 16 + g][nt * 8 + 2 * t] = acc[nt][0];
+    red[ks][mt * 16 + g][nt * 8 + 2 * t + 1] = acc[nt][1];
+    red[ks][mt * 16 + g + 8][nt * 8 + 2 * t] = acc[nt][2];
+    red[ks][mt * 16 + g + 8][nt * 8 + 2 * t + 1] = acc[nt][3];
   }
   __syncthreads();
   float* out = p.w + (blk.mat * p.tiles * p.splits + static_cast<std::int64_t>(blk.tile) * p.splits + blk.split) *
@@ -171,7 +141,7 @@ __global__ void __launch_bounds__(kLarfbThreads) larfb_vtc_kernel(const LarfbArg
 }
 
 // C_s -= V_s (T^T sum_s W_s).
-template <Layout L, TrailingMath M>
+template <Layout L>
 __global__ void __launch_bounds__(kLarfbThreads) larfb_update_kernel(const LarfbArgs p) {
   using namespace larfb_detail;
   // Row stride 36 (= 4 mod 32): the tensor-core A-fragment reads are conflict-free.
@@ -204,79 +174,38 @@ __global__ void __launch_bounds__(kLarfbThreads) larfb_update_kernel(const Larfb
   }
   __syncthreads();
 
-  if constexpr (M == TrailingMath::fp32) {
-    const int tx = tid % 32, ty = tid / 32;
-    if constexpr (L == Layout::row_major) {
-      // Lane = column (coalesced rows); each thread: 4 rows x 1 column, W2 column in registers.
-      float w[NB];
+  // Warp w: the 16 x 8 output tile (rows mt*16.., columns nt*8..) of each chunk, K = 32.
+  const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int mt = warp / 4, nt = warp % 4;
+  std::uint32_t bb[4][2], bs[4][2];  // W2 fragments, the same for every chunk
 #pragma unroll
-      for (int l = 0; l < NB; ++l) w[l] = sW2[l][tx];
-      for (int r0 = blk.r_lo; r0 < blk.r_hi; r0 += KC) {
-        __syncthreads();
-        stage_v(sV, V, r0, blk.r_hi, p.jb);
-        __syncthreads();
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int r = ty * 4 + i;
-          float s = 0.0f;
-#pragma unroll
-          for (int l = 0; l < NB; ++l) s = fmaf(sV[r][l], w[l], s);
-          if (r0 + r < blk.r_hi && tx < blk.cn) C(r0 + r, tx) -= s;
-        }
-      }
-    } else {
-      // Lane = row (coalesced columns); each thread: 1 row x 4 columns.
-      for (int r0 = blk.r_lo; r0 < blk.r_hi; r0 += KC) {
-        __syncthreads();
-        stage_v(sV, V, r0, blk.r_hi, p.jb);
-        __syncthreads();
-        float vr[NB];
-#pragma unroll
-        for (int l = 0; l < NB; ++l) vr[l] = sV[tx][l];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int c = ty * 4 + i;
-          float s = 0.0f;
-#pragma unroll
-          for (int l = 0; l < NB; ++l) s = fmaf(vr[l], sW2[l][c], s);
-          if (r0 + tx < blk.r_hi && c < blk.cn) C(r0 + tx, c) -= s;
-        }
-      }
-    }
-  } else {
-    // Warp w: the 16 x 8 output tile (rows mt*16.., columns nt*8..) of each chunk, K = 32.
-    const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-    const int mt = warp / 4, nt = warp % 4;
-    std::uint32_t bb[4][2], bs[4][2];  // W2 fragments, the same for every chunk
+  for (int ks = 0; ks < 4; ++ks) {
+    split_tf32(sW2[ks * 8 + t][nt * 8 + g], bb[ks][0], bs[ks][0]);
+    split_tf32(sW2[ks * 8 + t + 4][nt * 8 + g], bb[ks][1], bs[ks][1]);
+  }
+  for (int r0 = blk.r_lo; r0 < blk.r_hi; r0 += KC) {
+    __syncthreads();
+    stage_v(sV, V, r0, blk.r_hi, p.jb);
+    __syncthreads();
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
-      split_tf32(sW2[ks * 8 + t][nt * 8 + g], bb[ks][0], bs[ks][0]);
-      split_tf32(sW2[ks * 8 + t + 4][nt * 8 + g], bb[ks][1], bs[ks][1]);
+      std::uint32_t ab[4], as[4];
+      split_tf32(sV[mt * 16 + g][ks * 8 + t], ab[0], as[0]);
+      split_tf32(sV[mt * 16 + g + 8][ks * 8 + t], ab[1], as[1]);
+      split_tf32(sV[mt * 16 + g][ks * 8 + t + 4], ab[2], as[2]);
+      split_tf32(sV[mt * 16 + g + 8][ks * 8 + t + 4], ab[3], as[3]);
+      mma_3xtf32(acc, ab, as, bb[ks], bs[ks]);
     }
-    for (int r0 = blk.r_lo; r0 < blk.r_hi; r0 += KC) {
-      __syncthreads();
-      stage_v(sV, V, r0, blk.r_hi, p.jb);
-      __syncthreads();
-      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        std::uint32_t ab[4], as[4];
-        split_tf32(sV[mt * 16 + g][ks * 8 + t], ab[0], as[0]);
-        split_tf32(sV[mt * 16 + g + 8][ks * 8 + t], ab[1], as[1]);
-        split_tf32(sV[mt * 16 + g][ks * 8 + t + 4], ab[2], as[2]);
-        split_tf32(sV[mt * 16 + g + 8][ks * 8 + t + 4], ab[3], as[3]);
-        mma_3xtf32(acc, ab, as, bb[ks], bs[ks]);
-      }
-      const int ra = r0 + mt * 16 + g, rb = ra + 8;
-      const int ca = nt * 8 + 2 * t, cb = ca + 1;
-      if (ra < blk.r_hi) {
-        if (ca < blk.cn) C(ra, ca) -= acc[0];
-        if (cb < blk.cn) C(ra, cb) -= acc[1];
-      }
-      if (rb < blk.r_hi) {
-        if (ca < blk.cn) C(rb, ca) -= acc[2];
-        if (cb < blk.cn) C(rb, cb) -= acc[3];
-      }
+    const int ra = r0 + mt * 16 + g, rb = ra + 8;
+    const int ca = nt * 8 + 2 * t, cb = ca + 1;
+    if (ra < blk.r_hi) {
+      if (ca < blk.cn) C(ra, ca) -= acc[0];
+      if (cb < blk.cn) C(ra, cb) -= acc[1];
+    }
+    if (rb < blk.r_hi) {
+      if (ca < blk.cn) C(rb, ca) -= acc[2];
+      if (cb < blk.cn) C(rb, cb) -= acc[3];
     }
   }
 }

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "cuda/geqr2.cuh"
+#include "cuda/geqr2_reg.cuh"
 #include "cuda/larfb.cuh"
 #include "cuda/policy.hpp"
 
@@ -20,9 +21,48 @@ std::size_t panel_bytes(int rows_per_cta, int ncols, int nrefl, int cluster, boo
 
 }  // namespace
 
+int panel_warps(int ncols) { return ncols >= 32 ? 32 : (ncols >= 16 ? 16 : 8); }
+
+RegConfig reg_config(int rows, int ncols) {
+  RegConfig rc;
+  static constexpr int kTiles[] = {1, 2, 4, 6};
+  int ct = 0;
+  for (int t : kTiles)
+    if (ct == 0 && 32 * t >= ncols) ct = t;
+  if (ct == 0 || rows < 1) return rc;
+  // Rows per warp compiled for each CT (geqrf_driver.cu instantiates exactly these).
+  static constexpr int kRows1[] = {2, 4, 8, 16, 32}, kRows2[] = {4, 8, 16, 32}, kRows4[] = {4, 8, 16},
+                       kRows6[] = {4, 8, 12};
+  const int* rs = ct == 1 ? kRows1 : ct == 2 ? kRows2 : ct == 4 ? kRows4 : kRows6;
+  const int nr = ct == 1 ? 5 : ct == 2 ? 4 : 3;
+  // Fewest rows per warp with at most 16 warps, else up to the configuration's limit.
+  // Measured (docs/perf-notes.md): one warp per 32 x 32 matrix took 2x longer than 16 warps
+  // of 2 rows; every column is a chain of dependent latencies, which more warps shorten.
+  for (int pass = 0; pass < 2 && rc.rows_per_warp == 0; ++pass) {
+    for (int i = 0; i < nr; ++i) {
+      const int r = rs[i], w = (rows + r - 1) / r;
+      if (w <= (pass == 0 ? 16 : geqr2_reg_max_warps(r, ct))) {
+        rc.rows_per_warp = r;
+        rc.col_tiles = ct;
+        rc.warps = w;
+        break;
+      }
+    }
+  }
+  return rc;
+}
+
 PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool with_t, std::int64_t batch) {
   const std::size_t budget = dev.smem_per_block_optin;
   PanelPlan p;
+  if (ncols <= kMaxPanelWidth) {
+    p.reg = reg_config(rows, ncols);
+    if (p.reg.rows_per_warp > 0) {
+      p.smem_bytes = geqr2_reg_smem_bytes(p.reg.warps, p.reg.col_tiles);
+      return p;
+    }
+  }
+  p.warps = panel_warps(ncols);
   // Smallest cluster whose CTAs each hold their share of the panel.
   int cs = 1;
   auto rows_of = [&](int c) { return (rows + c - 1) / c; };
@@ -61,15 +101,28 @@ LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int 
 GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
   GeqrfPlan plan;
   const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
-  // The whole matrix on one SM: one launch, no T factor, no trailing passes.
-  if (panel_bytes(m, n, k, 1, false, true) <= dev.smem_per_block_optin) {
+  // The whole matrix in one CTA's registers: one launch, no T factor, no trailing passes.
+  plan.fused_reg = reg_config(m, n);
+  if (plan.fused_reg.rows_per_warp > 0) {
     plan.algorithm = Algorithm::fused;
     plan.nb = k;
     plan.batch_chunk = d.batch;
     return plan;
   }
   plan.algorithm = Algorithm::blocked;
+  plan.trailing = dev.tf32x3 ? Trailing::mma_tf32x3 : Trailing::gemm;
   plan.nb = std::min(kMaxPanelWidth, k);
+  if (plan.trailing == Trailing::gemm) {
+    plan.t_floats = static_cast<std::size_t>(kMaxPanelWidth) * kMaxPanelWidth;
+    plan.vt_floats = static_cast<std::size_t>(m) * plan.nb;
+    plan.w_floats = 2 * static_cast<std::size_t>(plan.nb) * n;
+    plan.blas_bytes = kBlasWorkspace;
+    const std::size_t once = plan.blas_bytes + 256;  // aligned to 256 bytes inside the caller's workspace
+    const std::size_t per = (plan.t_floats + plan.vt_floats + plan.w_floats) * sizeof(float);
+    plan.batch_chunk = std::max<std::int64_t>(1, std::min<std::int64_t>(d.batch, kMaxWorkspace / per));
+    plan.workspace_bytes = once + static_cast<std::size_t>(plan.batch_chunk) * per;
+    return plan;
+  }
   plan.t_floats = static_cast<std::size_t>(kMaxPanelWidth) * kMaxPanelWidth;
   // Workspace per matrix for a given chunk size: T plus the largest panel's partials.
   auto w_floats_for = [&](std::int64_t chunk) {

@@ -15,7 +15,21 @@ enum class Algorithm {
   blocked,  // geqr2 panel of width nb, then larfb on the trailing matrix, per panel
 };
 
+// A register-resident geqr2 configuration (geqr2_reg.cuh): R rows per warp, CT column
+// tiles of 32 per lane, `warps` warps. Valid when warps * R >= rows and CT * 32 >= ncols.
+struct RegConfig {
+  int rows_per_warp = 0;  // R; 0: no configuration fits
+  int col_tiles = 0;      // CT
+  int warps = 0;
+};
+
+// The (R, CT) pairs compiled, and the register budget behind them: R * CT floats of the
+// matrix per thread, at most 32 with 1024 threads, at most 72 with 512.
+RegConfig reg_config(int rows, int ncols);
+
 struct PanelPlan {
+  RegConfig reg;         // reg.rows_per_warp > 0: geqr2_reg_kernel; else geqr2_kernel below
+  int warps = 8;         // per CTA: 8, 16 or 32 (warp w owns columns w, w + warps, ...)
   int cluster = 1;       // CTAs per matrix
   int rows_per_cta = 0;
   int lds = 0;           // shared-memory leading dimension (odd: conflict-free staging)
@@ -29,16 +43,30 @@ struct LarfbSplit {
   int rows_per_split = 0;  // a multiple of kLarfbChunk
 };
 
+// How the blocked algorithm applies each panel to the trailing matrix.
+enum class Trailing {
+  gemm,        // two cuBLAS SGEMMs per panel (larfb_gemm.hpp); FP32
+  mma_tf32x3,  // batchqr's larfb kernels on tensor cores (larfb.cuh); 3xTF32
+};
+
 struct GeqrfPlan {
   Algorithm algorithm = Algorithm::blocked;
+  RegConfig fused_reg;           // fused: the register configuration
+  Trailing trailing = Trailing::gemm;
   int nb = 32;                   // panel width (blocked)
   std::int64_t batch_chunk = 1;  // matrices per pass; bounds the workspace
-  std::size_t t_floats = 0;      // per matrix: T factor
-  std::size_t w_floats = 0;      // per matrix: larfb partials (the largest panel's)
+  // Workspace per matrix, in floats:
+  std::size_t t_floats = 0;      // T factor
+  std::size_t w_floats = 0;      // larfb partials of the largest panel (mma_tf32x3), or W and W2 (gemm)
+  std::size_t vt_floats = 0;     // V^T of the largest panel (gemm)
+  std::size_t blas_bytes = 0;    // once: cuBLAS workspace (gemm)
   std::size_t workspace_bytes = 0;
 };
 
-inline constexpr int kPanelWarps = 8;
+// cuBLAS workspace handed to the library for each call (its recommendation for Hopper),
+// so that it never allocates (CUDA graph capture).
+inline constexpr std::size_t kBlasWorkspace = std::size_t{32} << 20;
+
 // Cluster sizes up to 8 are portable; larger panels are factored in global memory.
 inline constexpr int kMaxCluster = 8;
 // The workspace of the blocked algorithm is bounded to about this per pass (larger
@@ -54,5 +82,7 @@ PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool
                      std::int64_t batch);
 LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int tiles);
 GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& desc);
+// Warps per geqr2 CTA: one per column up to 32, at least 8.
+int panel_warps(int ncols);
 
 }  // namespace batchqr::cuda
