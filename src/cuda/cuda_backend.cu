@@ -48,10 +48,10 @@ bool device_accessible(const void* p, int device) {
 
 class CudaBackend final : public BackendImpl {
  public:
-  CudaBackend(const DeviceInfo& dev, cublasHandle_t blas) : dev_(dev), blas_(blas) {}
+  CudaBackend(const DeviceInfo& dev, const cuda::Resources& res) : dev_(dev), res_(res) {}
   ~CudaBackend() override {
     DeviceGuard guard(dev_.device);
-    cublasDestroy(blas_);
+    destroy_resources(res_);
   }
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
@@ -71,15 +71,23 @@ class CudaBackend final : public BackendImpl {
     const GeqrfOperation::Arguments args{d, a, tau};
     const Status st = GeqrfOperation::can_implement(dev_, args);
     if (st != Status::success) return st;
-    // The cuBLAS handle's stream and workspace are per call: one call at a time per context.
-    std::lock_guard<std::mutex> lock(blas_mutex_);
-    return GeqrfOperation::run(dev_, blas_, args, workspace, workspace_bytes, stream);
+    // The cuBLAS handle's stream and workspace and the events are per call: one call at a
+    // time per context.
+    std::lock_guard<std::mutex> lock(mutex_);
+    return GeqrfOperation::run(dev_, res_, args, workspace, workspace_bytes, stream);
+  }
+
+  static void destroy_resources(const cuda::Resources& r) {
+    if (r.blas != nullptr) cublasDestroy(r.blas);
+    if (r.side != nullptr) cudaStreamDestroy(r.side);
+    for (cudaEvent_t e : {r.ev_fork, r.ev_panel, r.ev_next, r.ev_join})
+      if (e != nullptr) cudaEventDestroy(e);
   }
 
  private:
   DeviceInfo dev_;
-  cublasHandle_t blas_;
-  mutable std::mutex blas_mutex_;
+  cuda::Resources res_;
+  mutable std::mutex mutex_;  // the handle, stream and events serve one call at a time
 };
 
 }  // namespace
@@ -127,15 +135,28 @@ Status make_cuda_backend(const ContextOptions& options, std::unique_ptr<BackendI
   if (!guard.ok()) return Status::backend_error;
   const Status st = GeqrfOperation::initialize(dev);
   if (st != Status::success) return st;
-  cublasHandle_t blas = nullptr;
-  const cublasStatus_t bs = cublasCreate(&blas);
-  if (bs != CUBLAS_STATUS_SUCCESS) return bs == CUBLAS_STATUS_ALLOC_FAILED ? Status::out_of_memory : Status::backend_error;
-  out->reset(new (std::nothrow) CudaBackend(dev, blas));
-  if (!*out) {
-    cublasDestroy(blas);
-    return Status::out_of_memory;
+  cuda::Resources res;
+  Status rs = Status::success;
+  const cublasStatus_t bs = cublasCreate(&res.blas);
+  if (bs != CUBLAS_STATUS_SUCCESS) {
+    res.blas = nullptr;
+    rs = bs == CUBLAS_STATUS_ALLOC_FAILED ? Status::out_of_memory : Status::backend_error;
   }
-  return Status::success;
+  // Panels are on the critical path of the look-ahead: their stream gets the highest
+  // priority, so the block scheduler gives them SMs ahead of the trailing updates.
+  int least = 0, greatest = 0;
+  if (rs == Status::success) rs = cuda::to_status(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  if (rs == Status::success)
+    rs = cuda::to_status(cudaStreamCreateWithPriority(&res.side, cudaStreamNonBlocking, greatest));
+  for (cudaEvent_t* e : {&res.ev_fork, &res.ev_panel, &res.ev_next, &res.ev_join})
+    if (rs == Status::success) rs = cuda::to_status(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
+  if (rs == Status::success) {
+    out->reset(new (std::nothrow) CudaBackend(dev, res));
+    if (*out) return Status::success;
+    rs = Status::out_of_memory;
+  }
+  CudaBackend::destroy_resources(res);
+  return rs;
 }
 
 }  // namespace batchqr::detail

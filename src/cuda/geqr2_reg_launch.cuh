@@ -29,12 +29,6 @@ Status launch_geqr2_reg(const Geqr2RegArgs& args, const RegConfig& rc, std::int6
     case 208: return launch_config<L, 8, 2>(args, rc, batch, stream);
     case 216: return launch_config<L, 16, 2>(args, rc, batch, stream);
     case 232: return launch_config<L, 32, 2>(args, rc, batch, stream);
-    case 404: return launch_config<L, 4, 4>(args, rc, batch, stream);
-    case 408: return launch_config<L, 8, 4>(args, rc, batch, stream);
-    case 416: return launch_config<L, 16, 4>(args, rc, batch, stream);
-    case 604: return launch_config<L, 4, 6>(args, rc, batch, stream);
-    case 608: return launch_config<L, 8, 6>(args, rc, batch, stream);
-    case 612: return launch_config<L, 12, 6>(args, rc, batch, stream);
     default: return Status::backend_error;  // reg_config() returns only these
   }
 }

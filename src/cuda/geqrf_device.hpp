@@ -3,7 +3,7 @@
 //   GeqrfOperation::Arguments args{desc, a, tau};
 //   if (GeqrfOperation::can_implement(dev, args) == Status::success) {
 //     size_t ws = GeqrfOperation::get_workspace_size(dev, desc);
-//     GeqrfOperation::run(dev, blas, args, workspace, ws, stream);
+//     GeqrfOperation::run(dev, resources, args, workspace, ws, stream);
 //   }
 #pragma once
 
@@ -17,6 +17,14 @@
 
 namespace batchqr::cuda {
 
+// Per-context objects a call uses: created once (never on the hot path), used by one call
+// at a time.
+struct Resources {
+  cublasHandle_t blas = nullptr;   // trailing updates; its stream and workspace are set per call
+  cudaStream_t side = nullptr;     // panels of the look-ahead (non-blocking)
+  cudaEvent_t ev_fork = nullptr, ev_panel = nullptr, ev_next = nullptr, ev_join = nullptr;
+};
+
 class GeqrfOperation {
  public:
   struct Arguments {
@@ -29,10 +37,9 @@ class GeqrfOperation {
   static Status initialize(const DeviceInfo& dev);
   static Status can_implement(const DeviceInfo& dev, const Arguments& args);
   static std::size_t get_workspace_size(const DeviceInfo& dev, const GeqrfDesc& desc);
-  // Enqueues the factorization on `stream`; never synchronizes or allocates. `blas` is
-  // used (its stream and workspace are set) when the plan's trailing update is cuBLAS;
-  // the caller must not use it concurrently.
-  static Status run(const DeviceInfo& dev, cublasHandle_t blas, const Arguments& args, void* workspace,
+  // Enqueues the factorization on `stream`; never synchronizes or allocates. Work may fork
+  // to res.side and always joins back into `stream` before returning.
+  static Status run(const DeviceInfo& dev, const Resources& res, const Arguments& args, void* workspace,
                     std::size_t workspace_bytes, cudaStream_t stream);
 };
 

@@ -126,7 +126,63 @@ std::size_t GeqrfOperation::get_workspace_size(const DeviceInfo& dev, const Geqr
   return make_plan(dev, desc).workspace_bytes;
 }
 
-Status GeqrfOperation::run(const DeviceInfo& dev, cublasHandle_t blas, const Arguments& args, void* workspace,
+namespace {
+
+// One panel: geqr2 (+ larft) on columns j0 .. j0 + jb of every matrix of the chunk.
+Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args, float* a, float* tau, int j0,
+                    int jb, bool with_t, float* t_out, float* vt_out, std::int64_t nbat, cudaStream_t stream) {
+  const GeqrfDesc& d = args.desc;
+  const int rows = static_cast<int>(d.m) - j0;
+  const PanelPlan pp = panel_plan(dev, rows, jb, jb, with_t, nbat);
+  const std::int64_t vt_stride = static_cast<std::int64_t>(rows) * jb;
+  if (pp.reg.rows_per_warp > 0) {
+    Geqr2RegArgs g{};
+    g.a = a;
+    g.ld = d.ld;
+    g.stride = d.stride;
+    g.tau = tau;
+    g.tau_stride = d.tau_stride;
+    g.t_out = with_t ? t_out : nullptr;
+    g.vt_out = with_t ? vt_out : nullptr;
+    g.vt_stride = vt_stride;
+    g.j0 = j0;
+    g.rows = rows;
+    g.ncols = jb;
+    g.nrefl = jb;
+    return launch_geqr2_reg(d.layout, g, pp.reg, nbat, stream);
+  }
+  Geqr2Args ga = panel_args(args, a, tau, with_t ? t_out : nullptr, j0, rows, jb, jb, pp);
+  if (with_t && vt_out != nullptr) {
+    ga.vt_out = vt_out;
+    ga.vt_stride = vt_stride;
+  }
+  return launch_geqr2(d.layout, ga, pp, nbat, stream);
+}
+
+// Columns [c0, c0 + nc) of the trailing matrix of panel (j0, jb) by cuBLAS.
+Status update_columns(cublasHandle_t blas, const GeqrfDesc& d, float* a, const float* vt, const float* t, float* w,
+                      int j0, int jb, int c0, int nc, std::int64_t nbat) {
+  LarfbGemmArgs lg{};
+  lg.a = a;
+  lg.ld = d.ld;
+  lg.stride = d.stride;
+  lg.vt = vt;
+  lg.vt_stride = (d.m - j0) * jb;
+  lg.t = t;
+  lg.t_stride = static_cast<std::int64_t>(kMaxPanelWidth) * kMaxPanelWidth;
+  lg.w = w;
+  lg.w_stride = 2 * static_cast<std::int64_t>(jb) * nc;
+  lg.j0 = j0;
+  lg.col0 = c0;
+  lg.rows = static_cast<int>(d.m) - j0;
+  lg.jb = jb;
+  lg.ncols = nc;
+  return larfb_gemm(blas, d.layout, lg, nbat);
+}
+
+}  // namespace
+
+Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Arguments& args, void* workspace,
                            std::size_t workspace_bytes, cudaStream_t stream) {
   const GeqrfDesc& d = args.desc;
   const GeqrfPlan plan = make_plan(dev, d);
@@ -138,14 +194,15 @@ Status GeqrfOperation::run(const DeviceInfo& dev, cublasHandle_t blas, const Arg
   unsigned char* ws = static_cast<unsigned char*>(workspace);
   if (plan.blas_bytes > 0) {
     unsigned char* aligned = ws + ((256 - reinterpret_cast<std::uintptr_t>(ws) % 256) % 256);
-    if (blas == nullptr) return Status::backend_error;
-    if (cublasSetStream(blas, stream) != CUBLAS_STATUS_SUCCESS ||
-        cublasSetWorkspace(blas, aligned, plan.blas_bytes) != CUBLAS_STATUS_SUCCESS)
+    if (res.blas == nullptr) return Status::backend_error;
+    if (cublasSetStream(res.blas, stream) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetWorkspace(res.blas, aligned, plan.blas_bytes) != CUBLAS_STATUS_SUCCESS)
       return Status::backend_error;
     ws += plan.blas_bytes + 256;
   }
+  const std::size_t bufs = plan.trailing == Trailing::gemm ? 2 : 1;  // look-ahead double buffers
   float* t_ws = reinterpret_cast<float*>(ws);
-  float* w_ws = t_ws + static_cast<std::size_t>(chunk) * plan.t_floats;
+  float* w_ws = t_ws + bufs * chunk * plan.t_floats;
   float* vt_ws = w_ws + static_cast<std::size_t>(chunk) * plan.w_floats;
 
   // Grid sizes are 32-bit.
@@ -178,59 +235,53 @@ Status GeqrfOperation::run(const DeviceInfo& dev, cublasHandle_t blas, const Arg
       continue;
     }
 
+    if (plan.trailing == Trailing::gemm) {
+      // Look-ahead: panels run on the side stream, updates on the caller's stream. Once the
+      // next panel's columns are updated, that panel starts while the rest of the trailing
+      // matrix is still being updated. V^T and T are double-buffered between the streams.
+      BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_fork, stream));
+      BATCHQR_CUDA_TRY(cudaStreamWaitEvent(res.side, res.ev_fork, 0));
+      for (int j0 = 0, step = 0; j0 < k; j0 += plan.nb, ++step) {
+        const int jb = std::min(plan.nb, k - j0);
+        const int trailing = n - j0 - jb;
+        const bool with_t = trailing > 0;
+        float* vt = vt_ws + static_cast<std::size_t>(step % 2) * chunk * plan.vt_floats;
+        float* t = t_ws + static_cast<std::size_t>(step % 2) * chunk * plan.t_floats;
+        Status st = launch_panel(dev, args, a, tau, j0, jb, with_t, t, vt, nbat, res.side);
+        if (st != Status::success) return st;
+        if (!with_t) continue;
+        BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_panel, res.side));
+        BATCHQR_CUDA_TRY(cudaStreamWaitEvent(stream, res.ev_panel, 0));
+        const int c0 = j0 + jb;
+        const int next = j0 + jb < k ? std::min(plan.nb, k - (j0 + jb)) : 0;  // next panel's width
+        if (next > 0 && next < trailing) {
+          st = update_columns(res.blas, d, a, vt, t, w_ws, j0, jb, c0, next, nbat);
+          if (st != Status::success) return st;
+          BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_next, stream));
+          BATCHQR_CUDA_TRY(cudaStreamWaitEvent(res.side, res.ev_next, 0));
+          st = update_columns(res.blas, d, a, vt, t, w_ws, j0, jb, c0 + next, trailing - next, nbat);
+        } else {
+          st = update_columns(res.blas, d, a, vt, t, w_ws, j0, jb, c0, trailing, nbat);
+          BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_next, stream));
+          BATCHQR_CUDA_TRY(cudaStreamWaitEvent(res.side, res.ev_next, 0));
+        }
+        if (st != Status::success) return st;
+      }
+      // Join: the caller's stream waits for the last panel; the side stream for every update
+      // (the next chunk reuses the workspace).
+      BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_join, res.side));
+      BATCHQR_CUDA_TRY(cudaStreamWaitEvent(stream, res.ev_join, 0));
+      continue;
+    }
+
     for (int j0 = 0; j0 < k; j0 += plan.nb) {
       const int jb = std::min(plan.nb, k - j0);
       const int rows = m - j0;
       const int trailing = n - j0 - jb;
       const bool with_t = trailing > 0;
-      const bool gemm = plan.trailing == Trailing::gemm;
-      const std::int64_t vt_stride = static_cast<std::int64_t>(rows) * jb;
-      const PanelPlan pp = panel_plan(dev, rows, jb, jb, with_t, nbat);
-      Status st;
-      if (pp.reg.rows_per_warp > 0) {
-        Geqr2RegArgs g{};
-        g.a = a;
-        g.ld = d.ld;
-        g.stride = d.stride;
-        g.tau = tau;
-        g.tau_stride = d.tau_stride;
-        g.t_out = with_t ? t_ws : nullptr;
-        g.vt_out = with_t && gemm ? vt_ws : nullptr;
-        g.vt_stride = vt_stride;
-        g.j0 = j0;
-        g.rows = rows;
-        g.ncols = jb;
-        g.nrefl = jb;
-        st = launch_geqr2_reg(d.layout, g, pp.reg, nbat, stream);
-      } else {
-        Geqr2Args ga = panel_args(args, a, tau, with_t ? t_ws : nullptr, j0, rows, jb, jb, pp);
-        if (with_t && gemm) {
-          ga.vt_out = vt_ws;
-          ga.vt_stride = vt_stride;
-        }
-        st = launch_geqr2(d.layout, ga, pp, nbat, stream);
-      }
+      Status st = launch_panel(dev, args, a, tau, j0, jb, with_t, t_ws, nullptr, nbat, stream);
       if (st != Status::success) return st;
       if (!with_t) continue;
-      if (gemm) {
-        LarfbGemmArgs lg{};
-        lg.a = a;
-        lg.ld = d.ld;
-        lg.stride = d.stride;
-        lg.vt = vt_ws;
-        lg.vt_stride = vt_stride;
-        lg.t = t_ws;
-        lg.t_stride = static_cast<std::int64_t>(kMaxPanelWidth) * kMaxPanelWidth;
-        lg.w = w_ws;
-        lg.w_stride = 2 * static_cast<std::int64_t>(jb) * trailing;
-        lg.j0 = j0;
-        lg.rows = rows;
-        lg.jb = jb;
-        lg.ncols = trailing;
-        st = larfb_gemm(blas, d.layout, lg, nbat);
-        if (st != Status::success) return st;
-        continue;
-      }
       LarfbArgs la{};
       la.a = a;
       la.ld = d.ld;

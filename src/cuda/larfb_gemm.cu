@@ -27,7 +27,7 @@ Status larfb_gemm(cublasHandle_t h, Layout layout, const LarfbGemmArgs& p, std::
   float* w2 = p.w + p.w_stride / 2;
   cublasStatus_t s;
   if (layout == Layout::col_major) {
-    float* c = p.a + p.j0 + static_cast<std::int64_t>(p.j0 + p.jb) * p.ld;
+    float* c = p.a + p.j0 + static_cast<std::int64_t>(p.col0) * p.ld;
     // W (jb x ncols) = V^T C = Vt C
     s = cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, p.jb, p.ncols, p.rows, &one, p.vt, p.jb,
                                   p.vt_stride, c, ld, p.stride, &zero, w, p.jb, p.w_stride, nb);
@@ -41,8 +41,8 @@ Status larfb_gemm(cublasHandle_t h, Layout layout, const LarfbGemmArgs& p, std::
                                   p.vt_stride, w2, p.jb, p.w_stride, &one, c, ld, p.stride, nb);
     return to_status(s);
   }
-  // Row-major A is column-major A^T: C^T (ncols x rows) starts at element (j0, j0 + jb).
-  float* ct = p.a + static_cast<std::int64_t>(p.j0) * p.ld + p.j0 + p.jb;
+  // Row-major A is column-major A^T: C^T (ncols x rows) starts at element (j0, col0).
+  float* ct = p.a + static_cast<std::int64_t>(p.j0) * p.ld + p.col0;
   // W^T (ncols x jb) = C^T V = C^T Vt^T
   s = cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, p.ncols, p.jb, p.rows, &one, ct, ld, p.stride, p.vt,
                                 p.jb, p.vt_stride, &zero, w, p.ncols, p.w_stride, nb);

@@ -26,9 +26,10 @@ struct LarfbGemmArgs {
   float* w;                 // two jb x ncols scratch matrices per matrix: W at w, W2 at w + w_stride / 2
   std::int64_t w_stride;
   int j0;                   // panel origin (row and column)
+  int col0;                 // first column of A to update (>= j0 + jb)
   int rows;                 // m - j0
   int jb;                   // reflectors in the panel (<= 32)
-  int ncols;                // trailing columns: n - j0 - jb
+  int ncols;                // columns to update: col0 .. col0 + ncols
 };
 
 // Enqueues the three products on the handle's stream. `ld` and the batch must fit in an int.

@@ -25,16 +25,12 @@ int panel_warps(int ncols) { return ncols >= 32 ? 32 : (ncols >= 16 ? 16 : 8); }
 
 RegConfig reg_config(int rows, int ncols) {
   RegConfig rc;
-  static constexpr int kTiles[] = {1, 2, 4, 6};
-  int ct = 0;
-  for (int t : kTiles)
-    if (ct == 0 && 32 * t >= ncols) ct = t;
+  const int ct = ncols <= 32 ? 1 : (ncols <= 64 ? 2 : 0);
   if (ct == 0 || rows < 1) return rc;
-  // Rows per warp compiled for each CT (geqrf_driver.cu instantiates exactly these).
-  static constexpr int kRows1[] = {2, 4, 8, 16, 32}, kRows2[] = {4, 8, 16, 32}, kRows4[] = {4, 8, 16},
-                       kRows6[] = {4, 8, 12};
-  const int* rs = ct == 1 ? kRows1 : ct == 2 ? kRows2 : ct == 4 ? kRows4 : kRows6;
-  const int nr = ct == 1 ? 5 : ct == 2 ? 4 : 3;
+  // Rows per warp compiled for each CT (geqr2_reg_launch.cuh instantiates exactly these).
+  static constexpr int kRows1[] = {2, 4, 8, 16, 32}, kRows2[] = {4, 8, 16, 32};
+  const int* rs = ct == 1 ? kRows1 : kRows2;
+  const int nr = ct == 1 ? 5 : 4;
   // Fewest rows per warp with at most 16 warps, else up to the configuration's limit.
   // Measured (docs/perf-notes.md): one warp per 32 x 32 matrix took 2x longer than 16 warps
   // of 2 rows; every column is a chain of dependent latencies, which more warps shorten.
@@ -102,6 +98,8 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
   GeqrfPlan plan;
   const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
   // The whole matrix in one CTA's registers: one launch, no T factor, no trailing passes.
+  // Only up to two column tiles (reg_config): past that every column step updates the whole
+  // width (BLAS-2) and the blocked path with GEMM updates was faster (docs/perf-notes.md).
   plan.fused_reg = reg_config(m, n);
   if (plan.fused_reg.rows_per_warp > 0) {
     plan.algorithm = Algorithm::fused;
@@ -118,7 +116,8 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
     plan.w_floats = 2 * static_cast<std::size_t>(plan.nb) * n;
     plan.blas_bytes = kBlasWorkspace;
     const std::size_t once = plan.blas_bytes + 256;  // aligned to 256 bytes inside the caller's workspace
-    const std::size_t per = (plan.t_floats + plan.vt_floats + plan.w_floats) * sizeof(float);
+    // T and V^T twice: the look-ahead panel writes one pair while updates read the other.
+    const std::size_t per = (2 * plan.t_floats + 2 * plan.vt_floats + plan.w_floats) * sizeof(float);
     plan.batch_chunk = std::max<std::int64_t>(1, std::min<std::int64_t>(d.batch, kMaxWorkspace / per));
     plan.workspace_bytes = once + static_cast<std::size_t>(plan.batch_chunk) * per;
     return plan;

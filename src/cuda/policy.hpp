@@ -23,8 +23,9 @@ struct RegConfig {
   int warps = 0;
 };
 
-// The (R, CT) pairs compiled, and the register budget behind them: R * CT floats of the
-// matrix per thread, at most 32 with 1024 threads, at most 72 with 512.
+// The (R, CT) pairs compiled: CT in {1, 2} (at most 64 columns), R in {2, 4, 8, 16, 32}
+// (CT = 1) or {4, 8, 16, 32} (CT = 2); at most 16 warps unless the configuration's
+// registers allow 32 (geqr2_reg_max_warps).
 RegConfig reg_config(int rows, int ncols);
 
 struct PanelPlan {
