@@ -68,7 +68,10 @@ TEST(Validator, RejectsPerturbedR) {
 
 TEST(Validator, RejectsPerturbedReflector) {
   Factored f = factor_cpu(make_geqrf_desc(40, 40, 2), Distribution::dense, 0.0, test::fresh_seed());
-  elem(f, 1, 20, 5) += 0.05f;  // v_5 changes, tau_5 does not: H_5 is no longer orthogonal
+  // v_5 changes, tau_5 does not: H_5 is no longer orthogonal. The step has the sign of the
+  // entry, so v^T v grows by at least 0.05^2 (a step against the sign could cancel).
+  float& v = elem(f, 1, 20, 5);
+  v += std::copysign(0.05f, v);
   const auto r = validate(f);
   EXPECT_FALSE(r.pass());
   EXPECT_GT(r.matrices[1].orth, check::kOrthGate);

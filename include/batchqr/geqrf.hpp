@@ -25,8 +25,10 @@
 
 namespace batchqr {
 
-// Opaque. Holds the backend's immutable configuration (device properties, thread
-// count), so one context may be shared by several threads; every call is independent.
+// Opaque. Holds the backend's configuration (device properties, thread count) and, for
+// CUDA, a cuBLAS handle, a side stream and events created with it. One context may be
+// shared by several threads: their calls take turns while enqueueing work (they do not
+// wait for each other's GPU work). Contexts of their own avoid even that.
 struct Context;
 
 struct ContextOptions {

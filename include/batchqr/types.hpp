@@ -23,11 +23,12 @@ enum class Backend : int {
 };
 
 // Arithmetic of the O(n^3) trailing updates of the CUDA backend. Every mode is
-// FP32-grade (see docs/accuracy in README.md); panels always run in FP32 with FP64 norms.
+// FP32-grade (see Accuracy in README.md); panels always run in FP32, with norms checked
+// and recomputed in FP64 when an FP32 sum of squares could have over- or underflowed.
 enum class Math : int {
-  automatic = 0,  // tf32x3 on devices with TF32 tensor cores
-  fp32 = 1,       // FP32 fused multiply-adds on CUDA cores
-  tf32x3 = 2,     // tensor cores, each FP32 operand split into two TF32 parts, 3 products
+  automatic = 0,  // the mode measured faster (docs/perf-notes.md): currently fp32
+  fp32 = 1,       // cuBLAS SGEMM (FP32 on CUDA cores)
+  tf32x3 = 2,     // batchqr's tensor-core kernels, each FP32 operand split into two TF32 parts
 };
 
 // A strided batch of FP32 m x n matrices and their tau vectors:

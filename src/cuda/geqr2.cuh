@@ -1,13 +1,13 @@
 // geqr2 (+ larft): unblocked Householder QR of a panel, one CTA or one thread-block
-// cluster per matrix.
+// cluster per matrix, the panel in shared memory (split over the cluster's CTAs) or, past
+// what a cluster holds, in place in global memory. The policy uses it for panels taller
+// than the register-resident kernel covers (geqr2_reg.cuh: 1024 rows).
 //
 // The panel is rows x ncols, starting at (j0, j0) of each matrix. Its first `nrefl`
 // columns are reduced by reflectors; every reflector is applied to all ncols columns.
-// So the same kernel is both
-//   - the panel of the blocked algorithm (ncols = nrefl = nb), which also forms the
-//     T factor of the compact-WY form Q = I - V T V^T (LAPACK larft 'F','C') and, for a
-//     trailing update by GEMMs, writes V^T (explicit unit diagonal), and
-//   - the whole factorization of a matrix that fits on chip (ncols = n, nrefl = min(m, n)).
+// For the blocked algorithm ncols = nrefl = nb, and the kernel also forms the T factor
+// of the compact-WY form Q = I - V T V^T (LAPACK larft 'F','C') and, for a trailing
+// update by GEMMs, writes V^T (explicit unit diagonal).
 //
 // Work split: warp w owns the columns c with c % NW == w. Step j:
 //   1. the owner of column j already holds sum_{i>j} a_ij^2 and a_jj (it computed them

@@ -30,6 +30,7 @@
 
 #include "cuda/geqr2.cuh"
 #include "cuda/matrix_view.cuh"
+#include "cuda/reg_config.hpp"
 
 namespace batchqr::cuda {
 
@@ -46,11 +47,6 @@ struct Geqr2RegArgs {
   int ncols;                // columns held and updated (>= nrefl)
   int nrefl;                // reflectors to form
 };
-
-// The largest warp count of a configuration: 32 while R*CT registers of data leave room
-// for 1024 threads (64 registers each): single-tile panels up to R = 32, else R * CT <= 16;
-// otherwise 16 (128 registers each).
-__host__ __device__ constexpr int geqr2_reg_max_warps(int R, int CT) { return (CT == 1 ? R <= 32 : R * CT <= 16) ? 32 : 16; }
 
 __host__ __device__ constexpr std::size_t geqr2_reg_smem_bytes(int warps, int CT) {
   // v per warp (W x R <= 1024), slow-path partials (W + 1 doubles), partial norms (W, +1

@@ -1,5 +1,5 @@
-// The compiled (R, CT) configurations of geqr2_reg_kernel; policy.cu's reg_config() picks
-// among exactly these. Included once per layout.
+// The compiled (R, CT) configurations of geqr2_reg_kernel: exactly kRegShapes
+// (reg_config.hpp), among which policy.cu's reg_config() picks. Included once per layout.
 #include "cuda/cuda_check.hpp"
 #include "cuda/geqr2_reg_launch.hpp"
 

@@ -25,20 +25,17 @@ int panel_warps(int ncols) { return ncols >= 32 ? 32 : (ncols >= 16 ? 16 : 8); }
 
 RegConfig reg_config(int rows, int ncols) {
   RegConfig rc;
-  const int ct = ncols <= 32 ? 1 : (ncols <= 64 ? 2 : 0);
-  if (ct == 0 || rows < 1) return rc;
-  // Rows per warp compiled for each CT (geqr2_reg_launch.cuh instantiates exactly these).
-  static constexpr int kRows1[] = {2, 4, 8, 16, 32}, kRows2[] = {4, 8, 16, 32};
-  const int* rs = ct == 1 ? kRows1 : kRows2;
-  const int nr = ct == 1 ? 5 : 4;
+  const int ct = (ncols + 31) / 32;
+  if (ct < 1 || ct > kMaxRegColTiles || rows < 1) return rc;
   // Fewest rows per warp with at most 16 warps, else up to the configuration's limit.
   // Measured (docs/perf-notes.md): one warp per 32 x 32 matrix took 2x longer than 16 warps
   // of 2 rows; every column is a chain of dependent latencies, which more warps shorten.
   for (int pass = 0; pass < 2 && rc.rows_per_warp == 0; ++pass) {
-    for (int i = 0; i < nr; ++i) {
-      const int r = rs[i], w = (rows + r - 1) / r;
-      if (w <= (pass == 0 ? 16 : geqr2_reg_max_warps(r, ct))) {
-        rc.rows_per_warp = r;
+    for (const RegShape& s : kRegShapes) {  // ascending R for each CT
+      if (s.col_tiles != ct) continue;
+      const int w = (rows + s.rows_per_warp - 1) / s.rows_per_warp;
+      if (w <= (pass == 0 ? 16 : geqr2_reg_max_warps(s.rows_per_warp, ct))) {
+        rc.rows_per_warp = s.rows_per_warp;
         rc.col_tiles = ct;
         rc.warps = w;
         break;

@@ -7,11 +7,12 @@
 
 #include "batchqr/types.hpp"
 #include "cuda/device_info.hpp"
+#include "cuda/reg_config.hpp"
 
 namespace batchqr::cuda {
 
 enum class Algorithm {
-  fused,    // one geqr2 launch factors the whole matrix on chip (unblocked)
+  fused,    // one geqr2_reg launch factors the whole matrix in registers (unblocked)
   blocked,  // geqr2 panel of width nb, then larfb on the trailing matrix, per panel
 };
 
@@ -23,9 +24,8 @@ struct RegConfig {
   int warps = 0;
 };
 
-// The (R, CT) pairs compiled: CT in {1, 2} (at most 64 columns), R in {2, 4, 8, 16, 32}
-// (CT = 1) or {4, 8, 16, 32} (CT = 2); at most 16 warps unless the configuration's
-// registers allow 32 (geqr2_reg_max_warps).
+// One of kRegShapes (reg_config.hpp) for a rows x ncols panel or matrix, or none
+// (rows_per_warp == 0): at most 64 columns and 16 or 32 warps (geqr2_reg_max_warps).
 RegConfig reg_config(int rows, int ncols);
 
 struct PanelPlan {

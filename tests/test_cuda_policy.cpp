@@ -1,0 +1,122 @@
+// The CUDA backend's kernel-selection policy, checked on the host (no GPU needed): every
+// plan names a compiled kernel configuration that covers its matrix or panel, and the
+// workspace it asks for holds what the driver carves from it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+
+#include "batchqr/batchqr.hpp"
+#include "cuda/policy.hpp"
+#include "test_util.hpp"
+
+namespace batchqr::cuda {
+namespace {
+
+DeviceInfo h200() {
+  DeviceInfo d;
+  d.cc_major = 9;
+  d.sm_count = 132;
+  d.smem_per_block_optin = 232448;  // 227 KB
+  d.smem_per_sm = 233472;
+  d.cluster_launch = true;
+  return d;
+}
+
+void expect_valid_reg(const RegConfig& rc, int rows, int ncols) {
+  ASSERT_GT(rc.rows_per_warp, 0) << rows << " x " << ncols;
+  bool compiled = false;
+  for (const RegShape& s : kRegShapes) compiled |= s.rows_per_warp == rc.rows_per_warp && s.col_tiles == rc.col_tiles;
+  EXPECT_TRUE(compiled) << "R=" << rc.rows_per_warp << " CT=" << rc.col_tiles;
+  EXPECT_GE(rc.warps * rc.rows_per_warp, rows);
+  EXPECT_LT((rc.warps - 1) * rc.rows_per_warp, rows) << "a warp with no rows";
+  EXPECT_GE(32 * rc.col_tiles, ncols);
+  EXPECT_LE(rc.warps, geqr2_reg_max_warps(rc.rows_per_warp, rc.col_tiles));
+}
+
+void expect_valid_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
+  SCOPED_TRACE(testing::Message() << d.batch << " x " << d.m << " x " << d.n << (dev.tf32x3 ? " tf32x3" : " gemm"));
+  const GeqrfPlan plan = make_plan(dev, d);
+  EXPECT_EQ(make_plan(dev, d).workspace_bytes, plan.workspace_bytes);  // deterministic
+  const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
+  ASSERT_GE(plan.batch_chunk, 1);
+  ASSERT_LE(plan.batch_chunk, d.batch);
+  if (plan.algorithm == Algorithm::fused) {
+    expect_valid_reg(plan.fused_reg, m, n);
+    EXPECT_EQ(plan.workspace_bytes, 0u);
+    return;
+  }
+  ASSERT_GE(plan.nb, 1);
+  ASSERT_LE(plan.nb, 32);  // kMaxPanelWidth: T is one 32 x 32 tile
+  EXPECT_EQ(plan.trailing, dev.tf32x3 ? Trailing::mma_tf32x3 : Trailing::gemm);
+  // What the driver carves per matrix must fit: T, W and (gemm) V^T, double-buffered.
+  const std::size_t bufs = plan.trailing == Trailing::gemm ? 2 : 1;
+  if (plan.trailing == Trailing::gemm) {
+    EXPECT_GE(plan.vt_floats, static_cast<std::size_t>(m) * plan.nb);
+    EXPECT_GE(plan.w_floats, 2 * static_cast<std::size_t>(plan.nb) * n);
+    EXPECT_GE(plan.blas_bytes, kBlasWorkspace);
+  }
+  const std::size_t carved = plan.blas_bytes + (plan.blas_bytes > 0 ? 256 : 0) +
+                             static_cast<std::size_t>(plan.batch_chunk) *
+                                 (bufs * plan.t_floats + bufs * plan.vt_floats + plan.w_floats) * sizeof(float);
+  EXPECT_GE(plan.workspace_bytes, carved);
+  // Bounded: a chunk of one matrix, or the chunk cap.
+  const std::size_t one = (bufs * plan.t_floats + bufs * plan.vt_floats + plan.w_floats) * sizeof(float);
+  EXPECT_LE(plan.workspace_bytes, plan.blas_bytes + 256 + std::max(one, kMaxWorkspace));
+  for (int j0 = 0; j0 < k; j0 += plan.nb) {
+    const int jb = std::min(plan.nb, k - j0), rows = m - j0;
+    const PanelPlan pp = panel_plan(dev, rows, jb, jb, n - j0 - jb > 0, plan.batch_chunk);
+    if (pp.reg.rows_per_warp > 0) {
+      expect_valid_reg(pp.reg, rows, jb);
+      EXPECT_EQ(pp.reg.col_tiles, 1);
+      continue;
+    }
+    EXPECT_LE(pp.smem_bytes, dev.smem_per_block_optin);
+    EXPECT_GE(pp.cluster, 1);
+    EXPECT_LE(pp.cluster, kMaxCluster);
+    EXPECT_GE(static_cast<std::int64_t>(pp.rows_per_cta) * pp.cluster, rows);
+    EXPECT_TRUE(pp.warps == 8 || pp.warps == 16 || pp.warps == 32);
+  }
+}
+
+TEST(CudaPolicy, EveryPlanNamesACompiledKernelThatCoversIt) {
+  for (bool tf32x3 : {false, true}) {
+    DeviceInfo dev = h200();
+    dev.tf32x3 = tf32x3;
+    for (int m : {1, 2, 7, 31, 32, 33, 64, 65, 100, 176, 255, 256, 257, 352, 511, 512, 513, 1000, 1024, 1025, 2048,
+                  4096, 20000})
+      for (int n : {1, 2, 7, 31, 32, 33, 63, 64, 65, 100, 176, 352, 512, 777, 1024, 2048, 4096})
+        for (std::int64_t batch : {1, 40, 640})
+          expect_valid_plan(dev, make_geqrf_desc(m, n, batch));
+  }
+}
+
+TEST(CudaPolicy, RandomShapesAndBatches) {
+  std::mt19937_64 rng(test::fresh_seed());
+  const DeviceInfo dev = h200();
+  for (int i = 0; i < 400; ++i) {
+    const int m = 1 + static_cast<int>(rng() % 3000), n = 1 + static_cast<int>(rng() % 3000);
+    const std::int64_t batch = 1 + static_cast<std::int64_t>(rng() % 5000);
+    expect_valid_plan(dev, make_geqrf_desc(m, n, batch));
+  }
+}
+
+TEST(CudaPolicy, SmallMatricesAreFusedAndWideOnesBlocked) {
+  const DeviceInfo dev = h200();
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(32, 32, 20)).algorithm, Algorithm::fused);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(64, 64, 1000)).algorithm, Algorithm::fused);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(176, 176, 40)).algorithm, Algorithm::blocked);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(1000, 40, 3)).algorithm, Algorithm::blocked);  // 2 tiles, too tall
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 32, 3)).algorithm, Algorithm::fused);   // 32 warps of 32 rows
+}
+
+TEST(CudaPolicy, HugeBatchesAreChunkedUnderTheWorkspaceCap) {
+  const DeviceInfo dev = h200();
+  const GeqrfPlan plan = make_plan(dev, make_geqrf_desc(512, 512, 9000));
+  EXPECT_LT(plan.batch_chunk, 9000);
+  EXPECT_LE(plan.workspace_bytes, kBlasWorkspace + 256 + kMaxWorkspace);
+}
+
+}  // namespace
+}  // namespace batchqr::cuda
