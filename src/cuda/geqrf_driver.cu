@@ -1,5 +1,6 @@
 // The geqrf algorithm driver: LAPACK's blocked loop (geqr2 panel + larft, then larfb)
-// over a batch, or a single fused launch when a whole matrix fits on one SM.
+// over a batch, with look-ahead, or a single fused launch when a whole matrix fits in the
+// registers of one CTA.
 #include <algorithm>
 #include <climits>
 
@@ -212,7 +213,8 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
   } else if (chunk > INT_MAX / kMaxCluster) {
     return Status::not_supported;
   }
-  if (plan.trailing == Trailing::gemm && d.ld > INT_MAX) return Status::not_supported;  // cuBLAS ld is an int
+  if (plan.algorithm == Algorithm::blocked && plan.trailing == Trailing::gemm && d.ld > INT_MAX)
+    return Status::not_supported;  // cuBLAS ld is an int
 
   for (std::int64_t b0 = 0; b0 < d.batch; b0 += chunk) {
     const std::int64_t nbat = std::min(chunk, d.batch - b0);
