@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <limits>
+#include <thread>
+#include <vector>
 
 #include "test_util.hpp"
 
@@ -90,6 +92,38 @@ TEST(CpuBackend, RowAndColumnMajorGiveTheSameFactors) {
       }
     }
   }
+}
+
+// One context, its worker threads kept between calls, shared by several calling threads
+// (calls take turns on the workers); every result must match a fresh single-call run.
+TEST(CpuBackend, SharedContextManyCallsFromSeveralThreads) {
+  Context* ctx = nullptr;
+  ContextOptions o;
+  o.num_threads = 3;
+  ASSERT_EQ(create_context(Backend::cpu, &ctx, o), Status::success);
+  const std::uint64_t seed = test::fresh_seed();
+  constexpr int kCallers = 4, kCalls = 6;
+  std::vector<int> bad(kCallers, 0);
+  std::vector<std::thread> callers;
+  for (int t = 0; t < kCallers; ++t)
+    callers.emplace_back([&, t] {
+      for (int c = 0; c < kCalls; ++c) {
+        const int n = 20 + 7 * ((t + c) % 4);
+        const GeqrfDesc d = make_geqrf_desc(n, n, 1 + (t + 2 * c) % 5, (t + c) % 2 ? Layout::col_major : Layout::row_major);
+        const std::uint64_t s = seed + 1000 * t + c;
+        std::vector<float> a = test::generate_batch(d, Distribution::dense, 1.0, s), h = a;
+        std::vector<float> tau(test::tau_extent(d), -1.0f);
+        std::size_t ws = 0;
+        if (geqrf_workspace_size(ctx, d, &ws) != Status::success) ++bad[t];
+        std::vector<unsigned char> w(ws);
+        if (geqrf(ctx, d, h.data(), tau.data(), w.data(), ws) != Status::success) ++bad[t];
+        const CpuRun ref = factor(d, Distribution::dense, 1.0, s, 1);
+        if (h != ref.h || tau != ref.tau) ++bad[t];
+      }
+    });
+  for (auto& c : callers) c.join();
+  for (int t = 0; t < kCallers; ++t) EXPECT_EQ(bad[t], 0) << "caller " << t << ", seed " << seed;
+  EXPECT_EQ(destroy_context(ctx), Status::success);
 }
 
 TEST(CpuBackend, PaddedStridesAreRespected) {

@@ -6,22 +6,23 @@
 // the same sign convention. So sgelqf on the untouched buffer yields exactly the geqrf
 // factors of A in row-major storage, with no transposition.
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdint>
 #include <thread>
-#include <vector>
 
 #include "api/backend.hpp"
 #include "api/check_args.hpp"
 #include "cpu/blas_threads.hpp"
 #include "cpu/lapack.hpp"
+#include "cpu/worker_pool.hpp"
 
 namespace batchqr::detail {
 namespace {
 
 class CpuBackend final : public BackendImpl {
  public:
-  explicit CpuBackend(int threads) : threads_(threads) {}
+  explicit CpuBackend(int threads) : threads_(threads), pool_(threads) {}
   Backend kind() const noexcept override { return Backend::cpu; }
 
   Status workspace_size(const GeqrfDesc& d, std::size_t* bytes) const noexcept override {
@@ -39,29 +40,17 @@ class CpuBackend final : public BackendImpl {
     Status st = query_lwork(d, &lwork);
     if (st != Status::success) return st;
     const int nw = workers(d);
-    std::vector<int> failed(static_cast<std::size_t>(nw), 0);
+    std::atomic<bool> failed{false};
     auto work = [&](int w) {
       float* ws = static_cast<float*>(workspace) + static_cast<std::int64_t>(w) * lwork;
-      for (std::int64_t b = w; b < d.batch; b += nw) {
-        if (factor_one(d, a + b * d.stride, tau + b * d.tau_stride, ws, lwork) != 0) failed[w] = 1;
-      }
+      for (std::int64_t b = w; b < d.batch; b += nw)
+        if (factor_one(d, a + b * d.stride, tau + b * d.tau_stride, ws, lwork) != 0) failed = true;
     };
     const SingleThreadedBlas blas_guard(nw > 1);
-    try {
-      if (nw == 1) {
-        work(0);
-      } else {
-        std::vector<std::thread> pool;
-        pool.reserve(static_cast<std::size_t>(nw));
-        for (int w = 0; w < nw; ++w) pool.emplace_back(work, w);
-        for (auto& t : pool) t.join();
-      }
-    } catch (...) {  // std::thread creation failure
-      return Status::backend_error;
-    }
-    for (int f : failed)
-      if (f) st = Status::backend_error;
-    return st;
+    // Part w factors matrices w, w + nw, ...; parts the pool could not start run here.
+    const int ran = pool_.run(nw, work);
+    for (int w = ran; w < nw; ++w) work(w);
+    return failed ? Status::backend_error : st;
   }
 
  private:
@@ -99,6 +88,7 @@ class CpuBackend final : public BackendImpl {
   }
 
   int threads_;
+  mutable WorkerPool pool_;  // calls on one context take turns on it
 };
 
 }  // namespace
