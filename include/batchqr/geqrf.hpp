@@ -25,10 +25,11 @@
 
 namespace batchqr {
 
-// Opaque. Holds the backend's configuration (device properties, thread count) and, for
-// CUDA, a cuBLAS handle, a side stream and events created with it. One context may be
-// shared by several threads: their calls take turns while enqueueing work (they do not
-// wait for each other's GPU work). Contexts of their own avoid even that.
+// Opaque. Holds the backend's configuration (device properties, thread count) and its
+// resources: for CUDA a cuBLAS handle, a side stream and events; for the CPU the worker
+// threads (started at first use). One context may be shared by several threads: their
+// calls take turns (CUDA: while enqueueing work, not for the GPU work itself; CPU: for
+// the whole call). Threads with contexts of their own never wait for each other.
 struct Context;
 
 struct ContextOptions {
