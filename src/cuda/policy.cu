@@ -1,4 +1,5 @@
-// The kernel-selection policy. See docs/perf-notes.md for the measurements behind it.
+// The kernel-selection policy: docs/policy.md is the table, docs/perf-notes.md the
+// measurements behind it.
 #include <algorithm>
 
 #include "cuda/geqr2.cuh"

@@ -1,5 +1,5 @@
 // Internal: how a geqrf problem is mapped onto kernels. Every choice is a function of
-// (m, n, batch) and the device properties; docs/perf-notes.md holds the measurements.
+// (m, n, batch) and the device properties; docs/policy.md is the table, docs/perf-notes.md the measurements.
 #pragma once
 
 #include <cstddef>
