@@ -56,6 +56,33 @@ struct Geqr2Args {
 
 __host__ __device__ constexpr int round_up2(int x) { return (x + 1) & ~1; }
 
+// larft ('F','C') by one warp: lane i forms row i of the upper-triangular T of the
+// compact-WY form from tau and the upper part of the Gram matrix G = V^T V
+// (G[l][j] at sG[l * kGramLd + j]):  T[i][j] = -tau_j sum_{i <= l < j} T[i][l] G[l][j],
+// T[j][j] = tau_j. Then, if t_out is set, stores the tile of matrix `mat` row-major
+// (32 x 32, zeros past nrefl) at t_out + mat * 32 * 32.
+__device__ __forceinline__ void larft_warp(const float* sG, const float* sTau, int nrefl, int lane, float* t_out,
+                                           std::int64_t mat) {
+  float trow[kMaxPanelWidth];
+#pragma unroll
+  for (int jj = 0; jj < kMaxPanelWidth; ++jj) {
+    trow[jj] = 0.0f;
+    if (jj < nrefl) {
+      float s = 0.0f;
+#pragma unroll
+      for (int l = 0; l < jj; ++l)
+        if (l >= lane) s = fmaf(trow[l], sG[l * kGramLd + jj], s);
+      const float t = sTau[jj];
+      trow[jj] = lane < jj ? -t * s : (lane == jj ? t : 0.0f);
+    }
+  }
+  if (t_out != nullptr) {
+    float* T = t_out + mat * (kMaxPanelWidth * kMaxPanelWidth) + lane * kMaxPanelWidth;
+#pragma unroll
+    for (int l = 0; l < kMaxPanelWidth; ++l) T[l] = trow[l];
+  }
+}
+
 // Dynamic shared memory of geqr2_kernel, in bytes.
 __host__ __device__ inline std::size_t geqr2_smem_bytes(const Geqr2Args& p, bool panel_in_smem) {
   std::size_t floats = 0;
@@ -221,34 +248,10 @@ __global__ void __launch_bounds__(NW * 32) geqr2_kernel(const Geqr2Args p) {
     }
   }
 
-  // --- larft: T (upper triangular) from G and tau, one warp per CTA --------------------------
-  // Every CTA of a cluster holds all of G and tau, so each forms T itself (into sG).
+  // --- larft: T from G and tau (one warp; in a cluster, rank 0: every rank holds G) -----
   if (want_t) {
-    __syncthreads();
-    if (warp == 0) {
-      float trow[kMaxPanelWidth];  // row `lane` of T
-#pragma unroll
-      for (int jj = 0; jj < kMaxPanelWidth; ++jj) {
-        trow[jj] = 0.0f;
-        if (jj < p.nrefl) {
-          // T[i][jj] = -tau_jj * sum_{i <= l < jj} T[i][l] G[l][jj]
-          float s = 0.0f;
-#pragma unroll
-          for (int l = 0; l < jj; ++l)
-            if (l >= lane) s = fmaf(trow[l], sG[l * kGramLd + jj], s);
-          const float t = sTau[jj];
-          trow[jj] = lane < jj ? -t * s : (lane == jj ? t : 0.0f);
-        }
-      }
-      __syncwarp();
-#pragma unroll
-      for (int l = 0; l < kMaxPanelWidth; ++l) sG[lane * kGramLd + l] = trow[l];
-      if (p.t_out != nullptr && rank == 0) {
-        float* T = p.t_out + mat * (kMaxPanelWidth * kMaxPanelWidth) + lane * kMaxPanelWidth;
-#pragma unroll
-        for (int l = 0; l < kMaxPanelWidth; ++l) T[l] = trow[l];
-      }
-    }
+    __syncthreads();  // G complete; also orders the panel for the V^T copy below
+    if (warp == 0 && rank == 0) larft_warp(sG, sTau, p.nrefl, lane, p.t_out, mat);
   }
 
   // --- V^T for the GEMM trailing update ---------------------------------------------------

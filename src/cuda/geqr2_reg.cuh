@@ -300,29 +300,11 @@ __global__ void __launch_bounds__(32 * geqr2_reg_max_warps(R, CT)) geqr2_reg_ker
     if (j + 1 < p.nrefl) norm_partial(j + 1);
   }
 
-  // --- larft: T from G and tau (warp 0), as in geqr2_kernel --------------------------------
+  // --- larft: T from G and tau (warp 0) -----------------------------------------------------
   if (want_t) {
     __syncthreads();
-    if (warp == 0) {
-      float trow[kMaxPanelWidth];
-#pragma unroll
-      for (int jj = 0; jj < kMaxPanelWidth; ++jj) {
-        trow[jj] = 0.0f;
-        if (jj < p.nrefl) {
-          float s = 0.0f;
-#pragma unroll
-          for (int l = 0; l < jj; ++l)
-            if (l >= lane) s = fmaf(trow[l], sG[l * kGramLd + jj], s);
-          const float t = sTau[jj];
-          trow[jj] = lane < jj ? -t * s : (lane == jj ? t : 0.0f);
-        }
-      }
-      if (p.t_out != nullptr) {
-        float* T = p.t_out + mat * (kMaxPanelWidth * kMaxPanelWidth) + lane * kMaxPanelWidth;
-#pragma unroll
-        for (int l = 0; l < kMaxPanelWidth; ++l) T[l] = trow[l];
-      }
-    }
+    if (warp == 0)
+      larft_warp(sG, sTau, p.nrefl, lane, p.t_out, mat);
   }
 
   // --- write back: factors, tau, V^T --------------------------------------------------------

@@ -129,6 +129,21 @@ std::size_t GeqrfOperation::get_workspace_size(const DeviceInfo& dev, const Geqr
 
 namespace {
 
+// geqr2_reg on the rows x ncols block at (j0, j0) of every matrix, reducing nrefl columns.
+Geqr2RegArgs reg_args(const GeqrfDesc& d, float* a, float* tau, int j0, int rows, int ncols, int nrefl) {
+  Geqr2RegArgs g{};
+  g.a = a;
+  g.ld = d.ld;
+  g.stride = d.stride;
+  g.tau = tau;
+  g.tau_stride = d.tau_stride;
+  g.j0 = j0;
+  g.rows = rows;
+  g.ncols = ncols;
+  g.nrefl = nrefl;
+  return g;
+}
+
 // One panel: geqr2 (+ larft) on columns j0 .. j0 + jb of every matrix of the chunk.
 Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args, float* a, float* tau, int j0,
                     int jb, bool with_t, float* t_out, float* vt_out, std::int64_t nbat, cudaStream_t stream) {
@@ -137,19 +152,10 @@ Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args
   const PanelPlan pp = panel_plan(dev, rows, jb, jb, with_t, nbat);
   const std::int64_t vt_stride = static_cast<std::int64_t>(rows) * jb;
   if (pp.reg.rows_per_warp > 0) {
-    Geqr2RegArgs g{};
-    g.a = a;
-    g.ld = d.ld;
-    g.stride = d.stride;
-    g.tau = tau;
-    g.tau_stride = d.tau_stride;
+    Geqr2RegArgs g = reg_args(d, a, tau, j0, rows, jb, jb);
     g.t_out = with_t ? t_out : nullptr;
     g.vt_out = with_t ? vt_out : nullptr;
     g.vt_stride = vt_stride;
-    g.j0 = j0;
-    g.rows = rows;
-    g.ncols = jb;
-    g.nrefl = jb;
     return launch_geqr2_reg(d.layout, g, pp.reg, nbat, stream);
   }
   Geqr2Args ga = panel_args(args, a, tau, with_t ? t_out : nullptr, j0, rows, jb, jb, pp);
@@ -232,17 +238,7 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
     float* tau = args.tau + b0 * d.tau_stride;
 
     if (plan.algorithm == Algorithm::fused) {
-      Geqr2RegArgs g{};
-      g.a = a;
-      g.ld = d.ld;
-      g.stride = d.stride;
-      g.tau = tau;
-      g.tau_stride = d.tau_stride;
-      g.j0 = 0;
-      g.rows = m;
-      g.ncols = n;
-      g.nrefl = k;
-      const Status st = launch_geqr2_reg(d.layout, g, plan.fused_reg, nbat, stream);
+      const Status st = launch_geqr2_reg(d.layout, reg_args(d, a, tau, 0, m, n, k), plan.fused_reg, nbat, stream);
       if (st != Status::success) return st;
       continue;
     }
