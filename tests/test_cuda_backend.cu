@@ -98,9 +98,28 @@ class Gpu : public ::testing::TestWithParam<Math> {
 
 TEST_P(Gpu, EveryDistribution) {
   for (int di = 0; di < check::kNumDistributions; ++di)
-    for (int n : {33, 100, 512})
+    for (int n : {20, 32, 33, 100, 512})
       for (Layout layout : {Layout::row_major, Layout::col_major})
         expect_accurate(make_geqrf_desc(n, n, n == 512 ? 3 : 7, layout), static_cast<Distribution>(di), di % 3);
+}
+
+// Matrices scaled far from 1 (squares that underflow or overflow FP32) leave the fast
+// norm of every kernel for its FP64 path, and still pass the gate; their neighbours in
+// the batch are unaffected.
+TEST_P(Gpu, ExtremeScalesTakeTheCarefulPath) {
+  const float scales[] = {1.0f, 1e-30f, 1e30f, 1e-18f, 1e18f, 1e-35f};
+  for (int n : {24, 48, 200})
+    for (Layout layout : {Layout::row_major, Layout::col_major}) {
+      const GeqrfDesc d = make_geqrf_desc(n, n, 6, layout);
+      const std::uint64_t seed = test::fresh_seed();
+      auto a = test::generate_batch(d, Distribution::dense, 1.0, seed);
+      for (int b = 0; b < 6; ++b)
+        for (std::int64_t i = 0; i < d.stride; ++i) a[b * d.stride + i] *= scales[b];
+      const Result r = run(d, a);
+      const std::string what = test::describe(d, Distribution::dense, 1.0, seed);
+      EXPECT_TRUE(r.gate.pass()) << what << " failures " << r.gate.failures << " nonfinite " << r.gate.nonfinite;
+      EXPECT_LE(r.gate.worst_factor, test::factor_bound(d.m, d.n)) << what;
+    }
 }
 
 TEST_P(Gpu, ManySizesRandomBatches) {
@@ -120,10 +139,13 @@ TEST_P(Gpu, TallAndWide) {
       expect_accurate(make_geqrf_desc(m, n, 2, layout), Distribution::dense, 1.0);
 }
 
-// Each kernel of the policy: fused (whole matrix on chip), blocked with a one-CTA
+// Each kernel of the policy: one warp per tiny matrix, fused (whole matrix on chip), blocked with a one-CTA
 // panel, blocked with a cluster panel (few large matrices), and the global-memory
 // panel for panels too tall for a cluster.
 TEST_P(Gpu, EveryKernelPath) {
+  for (auto [m, n] : {std::pair{32, 32}, {8, 8}, {16, 16}, {1, 1}, {5, 32}, {32, 7}, {13, 9}, {24, 24}})
+    for (Layout layout : {Layout::row_major, Layout::col_major})
+      expect_accurate(make_geqrf_desc(m, n, 37, layout), Distribution::mixed, 2.0);     // warp
   expect_accurate(make_geqrf_desc(64, 64, 50), Distribution::dense, 1.0);              // fused
   expect_accurate(make_geqrf_desc(512, 512, 200), Distribution::mixed, 2.0);           // blocked, 1 CTA
   expect_accurate(make_geqrf_desc(4096, 4096, 1, Layout::col_major), Distribution::dense, 1.0);  // cluster

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "batchqr/batchqr.hpp"
+#include "cuda/geqr2_warp_launch.hpp"
 #include "cuda/policy.hpp"
 #include "test_util.hpp"
 
@@ -27,12 +28,13 @@ DeviceInfo h200() {
 void expect_valid_reg(const RegConfig& rc, int rows, int ncols) {
   ASSERT_GT(rc.rows_per_warp, 0) << rows << " x " << ncols;
   bool compiled = false;
-  for (const RegShape& s : kRegShapes) compiled |= s.rows_per_warp == rc.rows_per_warp && s.col_tiles == rc.col_tiles;
+  for (const RegShape& s : kRegShapes)
+    compiled |= s.rows_per_warp == rc.rows_per_warp && s.col_tiles == rc.col_tiles && s.max_warps == rc.max_warps;
   EXPECT_TRUE(compiled) << "R=" << rc.rows_per_warp << " CT=" << rc.col_tiles;
   EXPECT_GE(rc.warps * rc.rows_per_warp, rows);
   EXPECT_LT((rc.warps - 1) * rc.rows_per_warp, rows) << "a warp with no rows";
   EXPECT_GE(32 * rc.col_tiles, ncols);
-  EXPECT_LE(rc.warps, geqr2_reg_max_warps(rc.rows_per_warp, rc.col_tiles));
+  EXPECT_LE(rc.warps, rc.max_warps);
 }
 
 void expect_valid_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
@@ -42,6 +44,12 @@ void expect_valid_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
   const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
   ASSERT_GE(plan.batch_chunk, 1);
   ASSERT_LE(plan.batch_chunk, d.batch);
+  if (plan.algorithm == Algorithm::warp) {
+    EXPECT_LE(m, 32);
+    EXPECT_LE(n, 32);
+    EXPECT_EQ(plan.workspace_bytes, 0u);
+    return;
+  }
   if (plan.algorithm == Algorithm::fused) {
     expect_valid_reg(plan.fused_reg, m, n);
     EXPECT_EQ(plan.workspace_bytes, 0u);
@@ -102,9 +110,16 @@ TEST(CudaPolicy, RandomShapesAndBatches) {
   }
 }
 
-TEST(CudaPolicy, SmallMatricesAreFusedAndWideOnesBlocked) {
+TEST(CudaPolicy, TinyMatricesTakeAWarpSmallOnesAreFusedLargeOnesBlocked) {
   const DeviceInfo dev = h200();
-  EXPECT_EQ(make_plan(dev, make_geqrf_desc(32, 32, 20)).algorithm, Algorithm::fused);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(32, 32, 20)).algorithm, Algorithm::warp);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(1, 1, 1)).algorithm, Algorithm::warp);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(33, 32, 20)).algorithm, Algorithm::fused);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(32, 33, 20)).algorithm, Algorithm::fused);
+  EXPECT_EQ(warp_qr_rows(8, 32), 8);
+  EXPECT_EQ(warp_qr_rows(9, 1), 16);
+  EXPECT_EQ(warp_qr_rows(17, 17), 32);
+  EXPECT_EQ(warp_qr_rows(0, 5), 0);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(64, 64, 1000)).algorithm, Algorithm::fused);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(176, 176, 40)).algorithm, Algorithm::blocked);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1000, 40, 3)).algorithm, Algorithm::blocked);  // 2 tiles, too tall

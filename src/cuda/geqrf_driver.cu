@@ -7,6 +7,8 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/geqr2.cuh"
 #include "cuda/geqr2_reg_launch.hpp"
+#include "cuda/geqr2_warp.cuh"
+#include "cuda/geqr2_warp_launch.hpp"
 #include "cuda/geqrf_device.hpp"
 #include "cuda/larfb.cuh"
 #include "cuda/larfb_gemm.hpp"
@@ -237,6 +239,12 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
     float* a = args.a + b0 * d.stride;
     float* tau = args.tau + b0 * d.tau_stride;
 
+    if (plan.algorithm == Algorithm::warp) {
+      Geqr2WarpArgs g{a, d.ld, d.stride, tau, d.tau_stride, nbat, m, n};
+      const Status st = launch_geqr2_warp(d.layout, g, stream);
+      if (st != Status::success) return st;
+      continue;
+    }
     if (plan.algorithm == Algorithm::fused) {
       const Status st = launch_geqr2_reg(d.layout, reg_args(d, a, tau, 0, m, n, k), plan.fused_reg, nbat, stream);
       if (st != Status::success) return st;

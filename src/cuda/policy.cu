@@ -4,6 +4,7 @@
 
 #include "cuda/geqr2.cuh"
 #include "cuda/geqr2_reg.cuh"
+#include "cuda/geqr2_warp_launch.hpp"
 #include "cuda/larfb.cuh"
 #include "cuda/policy.hpp"
 
@@ -24,20 +25,24 @@ std::size_t panel_bytes(int rows_per_cta, int ncols, int nrefl, int cluster, boo
 
 int panel_warps(int ncols) { return ncols >= 32 ? 32 : (ncols >= 16 ? 16 : 8); }
 
-RegConfig reg_config(int rows, int ncols) {
+RegConfig reg_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch) {
   RegConfig rc;
   const int ct = (ncols + 31) / 32;
   if (ct < 1 || ct > kMaxRegColTiles || rows < 1) return rc;
-  // Fewest rows per warp with at most 16 warps, else up to the configuration's limit.
-  // Measured (docs/perf-notes.md): one warp per 32 x 32 matrix took 2x longer than 16 warps
-  // of 2 rows; every column is a chain of dependent latencies, which more warps shorten.
+  // One tile: fewest rows per warp with at most 16 warps, else the 32-warp shapes. Two
+  // tiles: 8 rows per warp while the batch leaves SMs idle, else the fewest warps.
+  // Measured (docs/perf-notes.md, bench/geqr2_reg_sweep): every column is a chain of
+  // latencies, which more warps shorten, until the per-warp share of the cross-warp sums
+  // (one per column tile) and the issue slots of other CTAs dominate.
+  const int min_r = ct == 1 ? 0 : (batch < dev.sm_count ? 8 : 32);
   for (int pass = 0; pass < 2 && rc.rows_per_warp == 0; ++pass) {
     for (const RegShape& s : kRegShapes) {  // ascending R for each CT
-      if (s.col_tiles != ct) continue;
+      if (s.col_tiles != ct || (s.max_warps > 16) != (pass == 1) || s.rows_per_warp < min_r) continue;
       const int w = (rows + s.rows_per_warp - 1) / s.rows_per_warp;
-      if (w <= (pass == 0 ? 16 : geqr2_reg_max_warps(s.rows_per_warp, ct))) {
+      if (w <= s.max_warps) {
         rc.rows_per_warp = s.rows_per_warp;
         rc.col_tiles = ct;
+        rc.max_warps = s.max_warps;
         rc.warps = w;
         break;
       }
@@ -50,9 +55,9 @@ PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool
   const std::size_t budget = dev.smem_per_block_optin;
   PanelPlan p;
   if (ncols <= kMaxPanelWidth) {
-    p.reg = reg_config(rows, ncols);
+    p.reg = reg_config(dev, rows, ncols, batch);
     if (p.reg.rows_per_warp > 0) {
-      p.smem_bytes = geqr2_reg_smem_bytes(p.reg.warps, p.reg.col_tiles);
+      p.smem_bytes = geqr2_reg_smem_bytes(p.reg.warps, p.reg.rows_per_warp, p.reg.col_tiles);
       return p;
     }
   }
@@ -95,10 +100,18 @@ LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int 
 GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
   GeqrfPlan plan;
   const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
+  // Tiny matrices: one warp each, no CTA barriers (docs/perf-notes.md: the CTA kernel's
+  // per-column chain of barriers and cross-warp sums cost ~1 us per column at any shape).
+  if (warp_qr_rows(m, n) > 0) {
+    plan.algorithm = Algorithm::warp;
+    plan.nb = k;
+    plan.batch_chunk = d.batch;
+    return plan;
+  }
   // The whole matrix in one CTA's registers: one launch, no T factor, no trailing passes.
   // Only up to two column tiles (reg_config): past that every column step updates the whole
   // width (BLAS-2) and the blocked path with GEMM updates was faster (docs/perf-notes.md).
-  plan.fused_reg = reg_config(m, n);
+  plan.fused_reg = reg_config(dev, m, n, d.batch);
   if (plan.fused_reg.rows_per_warp > 0) {
     plan.algorithm = Algorithm::fused;
     plan.nb = k;

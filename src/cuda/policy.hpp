@@ -12,6 +12,7 @@
 namespace batchqr::cuda {
 
 enum class Algorithm {
+  warp,     // one warp per matrix (geqr2_warp_kernel): m, n <= 32, no CTA barrier
   fused,    // one geqr2_reg launch factors the whole matrix in registers (unblocked)
   blocked,  // geqr2 panel of width nb, then larfb on the trailing matrix, per panel
 };
@@ -21,12 +22,13 @@ enum class Algorithm {
 struct RegConfig {
   int rows_per_warp = 0;  // R; 0: no configuration fits
   int col_tiles = 0;      // CT
+  int max_warps = 0;      // the compiled shape's launch bound (kRegShapes)
   int warps = 0;
 };
 
 // One of kRegShapes (reg_config.hpp) for a rows x ncols panel or matrix, or none
-// (rows_per_warp == 0): at most 64 columns and 16 or 32 warps (geqr2_reg_max_warps).
-RegConfig reg_config(int rows, int ncols);
+// (rows_per_warp == 0): at most 64 columns and 1024 rows (one column tile) or 512 (two).
+RegConfig reg_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch);
 
 struct PanelPlan {
   RegConfig reg;         // reg.rows_per_warp > 0: geqr2_reg_kernel; else geqr2_kernel below
