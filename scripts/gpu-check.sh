@@ -5,8 +5,10 @@
 # print a short table last. Logs and JSON go to $OUT (8 files at most).
 #
 #   scripts/gpu-check.sh [--skip-tests] [--skip-sanitizer] [--skip-smoke] [--no-baselines]
-#                        [--racecheck] [--profile]
+#                        [--racecheck] [--profile] [--small-n]
 # --profile: per-kernel time (ncu) of one call of a few suite cases, written to profile.txt.
+# --small-n: the small-n table of issue #5 (n in 8..400, batch 1/40/1000, with both
+#            baselines), written to small-n.json / small-n.txt.
 #
 # BUILD_DIR (default build-gpu) may hold binaries built elsewhere for this GPU (the
 # device tool carries them); they are used when they run here, else the tree is built.
@@ -15,7 +17,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
 BUILD=${BUILD_DIR:-build-gpu}
 mkdir -p "$OUT"
-run_tests=1 run_san=1 run_smoke=1 run_race=0 run_prof=0 baselines=
+run_tests=1 run_san=1 run_smoke=1 run_race=0 run_prof=0 run_small=0 baselines=
 while [ $# -gt 0 ]; do
   case "$1" in
     --skip-tests) run_tests=0 ;;
@@ -23,6 +25,7 @@ while [ $# -gt 0 ]; do
     --skip-smoke) run_smoke=0 ;;
     --racecheck) run_race=1 ;;
     --profile) run_prof=1 ;;
+    --small-n) run_small=1 ;;
     --no-baselines) baselines=--no-baselines ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -58,12 +61,13 @@ if [ $run_san = 1 ]; then
   L="$OUT/sanitizer.log"
   : >"$L"
   # The GPU tests below reach every kernel of the policy in both layouts and both math
-  # modes (cuBLAS updates for fp32, batchqr's larfb kernels for tf32x3): register fused
+  # modes (cuBLAS updates for fp32, batchqr's larfb kernels for tf32x3): one warp per
+  # tiny matrix (EveryKernelPath, ExtremeScales: its LAPACK-order fallback), register fused
   # (1x50, 50x1), register panels with up to 16 and 32 warps (300x640, 100x777, 777x100),
   # cluster panels (2048x64, 3000x4), the global-memory panel (20000x40), wide (4x3000).
   # The CLI is not used here: it factors up to 50 inputs per case, too slow under the tool.
   timeout 250 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/tests/batchqr_gpu_tests" \
-    --gtest_filter='*TallAndWide*:*ZeroMatrix*:*NaNStays*:*PaddedStrides*:*EveryKernelPath/fp32' >>"$L" 2>&1
+    --gtest_filter='*TallAndWide*:*ZeroMatrix*:*NaNStays*:*PaddedStrides*:*ExtremeScales*:*EveryKernelPath/fp32' >>"$L" 2>&1
   note "memcheck (GPU tests: every kernel path): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   if [ $run_race = 1 ]; then
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/batchqr" bench --no-baselines \
@@ -86,6 +90,12 @@ fi
 if [ $run_smoke = 1 ]; then
   timeout 100 "$BUILD/batchqr" bench --suite smoke --no-baselines --json "$OUT/smoke.json" >"$OUT/smoke.txt" 2>&1
   note "bench smoke: rc=$? $(grep 'geometric' "$OUT/smoke.txt")"
+fi
+if [ $run_small = 1 ]; then
+  cases=()
+  for b in 1 40 1000; do for n in 8 16 32 48 64 100 128 176 200 256 300 352 400; do cases+=(--case batch=$b,n=$n); done; done
+  timeout 400 "$BUILD/batchqr" bench "${cases[@]}" --json "$OUT/small-n.json" >"$OUT/small-n.txt" 2>&1
+  note "small-n table (39 cases, with baselines): rc=$? $(grep 'geometric' "$OUT/small-n.txt")"
 fi
 
 echo
