@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
     const bool bound = warp == wlo;  // this warp holds the rows j of this block
     // Unrolled for small R (static register indices); a rolled loop keeps the code of the
     // 16- and 32-row shapes small.
-#pragma unroll(R <= 8 ? R : 1)
+#pragma unroll(R <= 4 ? R : 1)
     for (int jr = 0; jr < R; ++jr) {
       const int j = jb + jr;
       if (j >= p.nrefl) break;
