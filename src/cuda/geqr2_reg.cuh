@@ -24,6 +24,8 @@
 // norm summed in FP64, u scaled to v first, the dots formed again from v. A NaN in a
 // matrix stays in that matrix (its tau and factors become NaN).
 //
+// The warp holding row j runs code specialised for row j's position in it
+// (static_dispatch), so that its register indices stay compile-time constants.
 //
 // The panel variant (CT = 1) also collects G = V^T V (for c < j, w_c = v_c^T v_j in the
 // same formula, since the stored a_c is v_c on every row where v_j is nonzero), forms T of
@@ -165,8 +167,8 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
     const int wlo = jb / R;          // the warp holding rows jb .. jb + R - 1
     const bool above = warp < wlo;   // every row of this warp is final (part of R)
     const bool bound = warp == wlo;  // this warp holds the rows j of this block
-    // Unrolled for small R (static register indices); a rolled loop keeps the code of the
-    // 16- and 32-row shapes small.
+    // Unrolled for R <= 4; from R = 8 the unrolled loop spilled (two CTAs per SM leave 64
+    // registers), and a rolled loop keeps the code of the larger shapes small.
 #pragma unroll(R <= 4 ? R : 1)
     for (int jr = 0; jr < R; ++jr) {
       const int j = jb + jr;
