@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "cuda/geqr2_reg_launch.hpp"
-#include "cuda/geqr2_warp.cuh"
 #include "cuda/geqr2_warp_launch.hpp"
 #include "cuda/policy.hpp"
 
@@ -43,7 +42,7 @@ int main(int argc, char** argv) {
     cudaMalloc(&tau, static_cast<std::size_t>(batch) * n * 4);
     cudaMemcpy(a0, h.data(), elems * 4, cudaMemcpyHostToDevice);
     DeviceInfo dev;
-    dev.sm_count = 132;  // H200; the sweep is a tuning client for that card
+    cudaDeviceGetAttribute(&dev.sm_count, cudaDevAttrMultiProcessorCount, 0);
     const RegConfig chosen = reg_config(dev, m, n, batch);
     auto time_launches = [&](auto&& launch) {
       const int reps = 20;

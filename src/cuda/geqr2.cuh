@@ -28,6 +28,7 @@
 
 #include <cstdint>
 
+#include "cuda/householder.cuh"
 #include "cuda/matrix_view.cuh"
 #include "cuda/warp_reduce.cuh"
 
@@ -188,9 +189,10 @@ __global__ void __launch_bounds__(NW * 32) geqr2_kernel(const Geqr2Args p) {
       const double xnorm = sqrt(ss);
       double beta = alpha, tau = 0.0;
       if (xnorm != 0.0) {  // LAPACK: x == 0 exactly gives tau = 0, H = I. NaN goes here.
-        beta = -copysign(hypot(alpha, xnorm), alpha);
-        tau = (beta - alpha) / beta;
-        const double scale = 1.0 / (alpha - beta);
+        const Reflector<double> h = slarfg_fp64(alpha, xnorm);
+        beta = h.beta;
+        tau = h.tau;
+        const double scale = h.scale;
         for (int rl = max(0, j + 1 - rb) + lane; rl < nloc; rl += 32)
           P(rl, j) = static_cast<float>(static_cast<double>(P(rl, j)) * scale);
         if (jl >= 0 && jl < nloc && lane == 0) P(jl, j) = static_cast<float>(beta);

@@ -38,6 +38,7 @@
 #include <type_traits>
 
 #include "cuda/geqr2.cuh"
+#include "cuda/householder.cuh"
 #include "cuda/matrix_view.cuh"
 #include "cuda/reg_config.hpp"
 
@@ -216,11 +217,10 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
       float tau = 0.0f, beta = alpha, scale = 0.0f;
       bool slow = !(ss >= 0x1p-100f && ss <= FLT_MAX);
       if (!slow) {
-        // alpha^2 + ss cannot overflow or lose alpha^2 to underflow in this range.
-        const bool plain = ss <= 0x1p100f && fabsf(alpha) <= 0x1p50f && fabsf(alpha) >= 0x1p-50f;
-        beta = -copysignf(plain ? __fsqrt_rn(fmaf(alpha, alpha, ss)) : hypotf(alpha, sqrtf(ss)), alpha);
-        tau = (beta - alpha) * __frcp_rn(beta);
-        scale = __frcp_rn(alpha - beta);
+        const Reflector<float> h = slarfg_fp32(alpha, ss);
+        beta = h.beta;
+        tau = h.tau;
+        scale = h.scale;
       }
       float w[CT];
       bool bad = false;
@@ -249,10 +249,10 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
         const double xnorm = sqrt(s), al = alpha;
         double scale64 = 0.0;
         if (xnorm != 0.0) {  // NaN goes here too
-          const double b = -copysign(hypot(al, xnorm), al);
-          beta = static_cast<float>(b);
-          tau = static_cast<float>((b - al) / b);
-          scale64 = 1.0 / (al - b);
+          const Reflector<double> h = slarfg_fp64(al, xnorm);
+          beta = static_cast<float>(h.beta);
+          tau = static_cast<float>(h.tau);
+          scale64 = h.scale;
         } else {
           tau = 0.0f;  // an exactly zero column below the diagonal: H = I
           beta = alpha;

@@ -16,18 +16,12 @@
 #include <cfloat>
 #include <cstdint>
 
+#include "cuda/geqr2_warp_launch.hpp"
+#include "cuda/householder.cuh"
 #include "cuda/matrix_view.cuh"
+#include "cuda/warp_reduce.cuh"
 
 namespace batchqr::cuda {
-
-struct Geqr2WarpArgs {
-  float* a;
-  std::int64_t ld, stride;
-  float* tau;
-  std::int64_t tau_stride;
-  std::int64_t batch;
-  int m, n;
-};
 
 inline constexpr int kWarpQrWarpsPerCta = 4;
 
@@ -37,7 +31,6 @@ inline constexpr int kWarpQrWarpsPerCta = 4;
 // row i for the norm). Rolled loops: this code is rarely run and should stay small.
 template <Layout L>
 __device__ __noinline__ void geqr2_warp_lapack_order(const Geqr2WarpArgs& p, std::int64_t mat, float* sA) {
-  constexpr unsigned kFull = 0xffffffffu;
   const int lane = threadIdx.x & 31;
   const int k = p.m < p.n ? p.m : p.n;
   const MatrixView<L> A{p.a + mat * p.stride, p.ld};
@@ -46,15 +39,12 @@ __device__ __noinline__ void geqr2_warp_lapack_order(const Geqr2WarpArgs& p, std
   float my_tau = 0.0f;
   for (int j = 0; j < k; ++j) {
     const double x = lane > j && lane < p.m ? static_cast<double>(sA[j * 33 + lane]) : 0.0;
-    double s = x * x;
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(kFull, s, o);
-    const double xnorm = sqrt(s), al = sA[j * 33 + j];
+    const double xnorm = sqrt(warp_allreduce_sum(x * x)), al = sA[j * 33 + j];
     __syncwarp();
     if (xnorm == 0.0) continue;  // H = I (NaN goes on below)
-    const double b = -copysign(hypot(al, xnorm), al);
-    const float tau = static_cast<float>((b - al) / b);
-    const double scale = 1.0 / (al - b);
-    if (lane > j && lane < p.m) sA[j * 33 + lane] = static_cast<float>(x * scale);
+    const Reflector<double> h = slarfg_fp64(al, xnorm);
+    const float tau = static_cast<float>(h.tau);
+    if (lane > j && lane < p.m) sA[j * 33 + lane] = static_cast<float>(x * h.scale);
     if (lane == j) my_tau = tau;
     __syncwarp();
     if (lane > j && lane < p.n) {
@@ -65,7 +55,7 @@ __device__ __noinline__ void geqr2_warp_lapack_order(const Geqr2WarpArgs& p, std
       c[j] = fmaf(-tau, w, c[j]);
       for (int i = j + 1; i < p.m; ++i) c[i] = fmaf(-tau * w, v[i], c[i]);
     }
-    if (lane == j) sA[j * 33 + j] = static_cast<float>(b);
+    if (lane == j) sA[j * 33 + j] = static_cast<float>(h.beta);
     __syncwarp();
   }
   if (lane < p.n)
@@ -130,13 +120,9 @@ __global__ void __launch_bounds__(32 * kWarpQrWarpsPerCta) geqr2_warp_kernel(con
       failed = true;
       break;
     }
-    float beta = alpha, tau = 0.0f, scale = 0.0f;
-    if (!zero) {
-      const bool plain = fabsf(alpha) <= 0x1p50f && fabsf(alpha) >= 0x1p-50f;
-      beta = -copysignf(plain ? __fsqrt_rn(fmaf(alpha, alpha, ss)) : hypotf(alpha, sqrtf(ss)), alpha);
-      tau = (beta - alpha) * __frcp_rn(beta);
-      scale = __frcp_rn(alpha - beta);
-    }
+    Reflector<float> h{alpha, 0.0f, 0.0f};  // u = 0: H = I, beta = alpha
+    if (!zero) h = slarfg_fp32(alpha, ss);
+    const float beta = h.beta, tau = h.tau, scale = h.scale;
     const float w = fmaf(scale, dot, a[j]);
     const bool right = lane > j && live;
     if (__any_sync(kFull, right && !isfinite(w))) { failed = true; break; }

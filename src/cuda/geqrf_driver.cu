@@ -7,7 +7,6 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/geqr2.cuh"
 #include "cuda/geqr2_reg_launch.hpp"
-#include "cuda/geqr2_warp.cuh"
 #include "cuda/geqr2_warp_launch.hpp"
 #include "cuda/geqrf_device.hpp"
 #include "cuda/larfb.cuh"
@@ -91,9 +90,7 @@ Status raise_smem_limits(const DeviceInfo& dev) {
 
 Geqr2Args panel_args(const GeqrfOperation::Arguments& a, float* a_chunk, float* tau_chunk, float* t_out,
                      int j0, int rows, int ncols, int nrefl, const PanelPlan& pp) {
-  Geqr2Args g{};
-  g.vt_out = nullptr;
-  g.vt_stride = 0;
+  Geqr2Args g{};  // vt_out: none unless the caller sets it
   g.a = a_chunk;
   g.ld = a.desc.ld;
   g.stride = a.desc.stride;

@@ -48,7 +48,7 @@ struct LarfbSplit {
 
 // How the blocked algorithm applies each panel to the trailing matrix.
 enum class Trailing {
-  gemm,        // two cuBLAS SGEMMs per panel (larfb_gemm.hpp); FP32
+  gemm,        // three cuBLAS SGEMMs per panel (larfb_gemm.hpp); FP32
   mma_tf32x3,  // batchqr's larfb kernels on tensor cores (larfb.cuh); 3xTF32
 };
 

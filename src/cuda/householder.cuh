@@ -1,0 +1,36 @@
+// Internal: the reflector of LAPACK slarfg from alpha = x(0) and the norm of x(1:), with
+// LAPACK's sign convention: beta = -sign(alpha) ||x||, tau = (beta - alpha) / beta and
+// v = x(1:) * scale, scale = 1 / (alpha - beta). The geqr2 kernels form it in FP32 on
+// their fast path and in FP64 where the FP32 sum of squares cannot be trusted.
+#pragma once
+
+namespace batchqr::cuda {
+
+template <typename T>
+struct Reflector {
+  T beta, tau, scale;
+};
+
+// FP32 from ss = ||x(1:)||^2, which the caller has checked lies in [2^-100, FLT_MAX].
+// Within [2^-100, 2^100] with |alpha| in [2^-50, 2^50], alpha^2 + ss neither overflows
+// nor loses alpha^2 to underflow, and the plain square root is used; hypot otherwise.
+__device__ __forceinline__ Reflector<float> slarfg_fp32(float alpha, float ss) {
+  const bool plain = ss <= 0x1p100f && fabsf(alpha) <= 0x1p50f && fabsf(alpha) >= 0x1p-50f;
+  Reflector<float> r;
+  r.beta = -copysignf(plain ? __fsqrt_rn(fmaf(alpha, alpha, ss)) : hypotf(alpha, sqrtf(ss)), alpha);
+  r.tau = (r.beta - alpha) * __frcp_rn(r.beta);
+  r.scale = __frcp_rn(alpha - r.beta);
+  return r;
+}
+
+// FP64 from xnorm = ||x(1:)||, which must not be 0 (LAPACK then takes tau = 0, H = I).
+// A NaN in alpha or xnorm gives NaN factors.
+__device__ __forceinline__ Reflector<double> slarfg_fp64(double alpha, double xnorm) {
+  Reflector<double> r;
+  r.beta = -copysign(hypot(alpha, xnorm), alpha);
+  r.tau = (r.beta - alpha) / r.beta;
+  r.scale = 1.0 / (alpha - r.beta);
+  return r;
+}
+
+}  // namespace batchqr::cuda
