@@ -155,6 +155,20 @@ TEST_P(Gpu, EveryKernelPath) {
   expect_accurate(make_geqrf_desc(20000, 40, 2, Layout::col_major), Distribution::rowscale, 0.0);
 }
 
+// Two-level blocking (policy.cu outer_width): outer blocks of 64 and 128 columns, a last
+// outer block that is partial (68 = 32 + 32 + 4, 138 = 128 + 10, 8), wide and tall.
+TEST_P(Gpu, TwoLevelBlocking) {
+  for (Layout layout : {Layout::row_major, Layout::col_major})
+    for (auto [m, n] : {std::pair{580, 600}, {700, 580}, {650, 650}, {600, 520}, {300, 640}}) {
+      expect_accurate(make_geqrf_desc(m, n, 3, layout), Distribution::mixed, 2.0);
+    }
+  GeqrfDesc d = make_geqrf_desc(580, 580, 2, Layout::col_major);
+  d.ld += 3;
+  d.stride = 580 * d.ld + 7;
+  d.tau_stride = 583;
+  expect_accurate(d, Distribution::band, 1.0);
+}
+
 TEST_P(Gpu, PaddedStrides) {
   for (Layout layout : {Layout::row_major, Layout::col_major})
     for (auto [m, n] : {std::pair{40, 40}, {300, 200}}) {

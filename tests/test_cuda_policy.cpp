@@ -9,6 +9,7 @@
 
 #include "batchqr/batchqr.hpp"
 #include "cuda/geqr2_warp_launch.hpp"
+#include "cuda/larft_merge.hpp"
 #include "cuda/policy.hpp"
 #include "test_util.hpp"
 
@@ -58,20 +59,33 @@ void expect_valid_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
   ASSERT_GE(plan.nb, 1);
   ASSERT_LE(plan.nb, 32);  // kMaxPanelWidth: T is one 32 x 32 tile
   EXPECT_EQ(plan.trailing, dev.tf32x3 ? Trailing::mma_tf32x3 : Trailing::gemm);
-  // What the driver carves per matrix must fit: T, W and (gemm) V^T, double-buffered.
+  // What the driver carves per matrix must fit: T, W and (gemm) V^T, double-buffered, and
+  // for two-level blocking the inner W and the Gram blocks.
   const std::size_t bufs = plan.trailing == Trailing::gemm ? 2 : 1;
+  const int handles = plan.trailing == Trailing::gemm ? 2 : 0;
   if (plan.trailing == Trailing::gemm) {
-    EXPECT_GE(plan.vt_floats, static_cast<std::size_t>(m) * plan.nb);
-    EXPECT_GE(plan.w_floats, 2 * static_cast<std::size_t>(plan.nb) * n);
+    const int nbo = plan.outer_nb;
+    EXPECT_EQ(nbo % plan.nb, 0);
+    EXPECT_GE(nbo, plan.nb);
+    EXPECT_LE(nbo, std::max(kMaxOuterWidth, plan.nb));
+    EXPECT_LE(nbo, k);
+    EXPECT_GE(plan.t_floats, static_cast<std::size_t>(std::max(nbo, 32)) * std::max(nbo, 32));
+    EXPECT_GE(plan.vt_floats, static_cast<std::size_t>(m) * nbo);
+    EXPECT_GE(plan.w_floats, 2 * static_cast<std::size_t>(nbo) * n);
+    if (nbo > plan.nb) {
+      EXPECT_GE(plan.w_inner_floats, 2 * static_cast<std::size_t>(plan.nb) * (nbo - plan.nb));
+      EXPECT_GE(plan.s_floats, static_cast<std::size_t>(nbo - 32) * (nbo - 32));
+    }
     EXPECT_GE(plan.blas_bytes, kBlasWorkspace);
+  } else {
+    EXPECT_EQ(plan.blas_bytes, 0u);
   }
-  const std::size_t carved = plan.blas_bytes + (plan.blas_bytes > 0 ? 256 : 0) +
-                             static_cast<std::size_t>(plan.batch_chunk) *
-                                 (bufs * plan.t_floats + bufs * plan.vt_floats + plan.w_floats) * sizeof(float);
-  EXPECT_GE(plan.workspace_bytes, carved);
+  const std::size_t one = (bufs * plan.t_floats + bufs * plan.vt_floats + plan.w_floats + plan.w_inner_floats +
+                           plan.s_floats) * sizeof(float);
+  const std::size_t blas = handles * (plan.blas_bytes + 256);
+  EXPECT_GE(plan.workspace_bytes, blas + static_cast<std::size_t>(plan.batch_chunk) * one);
   // Bounded: a chunk of one matrix, or the chunk cap.
-  const std::size_t one = (bufs * plan.t_floats + bufs * plan.vt_floats + plan.w_floats) * sizeof(float);
-  EXPECT_LE(plan.workspace_bytes, plan.blas_bytes + 256 + std::max(one, kMaxWorkspace));
+  EXPECT_LE(plan.workspace_bytes, blas + std::max(one, kMaxWorkspace));
   for (int j0 = 0; j0 < k; j0 += plan.nb) {
     const int jb = std::min(plan.nb, k - j0), rows = m - j0;
     const PanelPlan pp = panel_plan(dev, rows, jb, jb, n - j0 - jb > 0, plan.batch_chunk);
@@ -130,7 +144,22 @@ TEST(CudaPolicy, HugeBatchesAreChunkedUnderTheWorkspaceCap) {
   const DeviceInfo dev = h200();
   const GeqrfPlan plan = make_plan(dev, make_geqrf_desc(512, 512, 9000));
   EXPECT_LT(plan.batch_chunk, 9000);
-  EXPECT_LE(plan.workspace_bytes, kBlasWorkspace + 256 + kMaxWorkspace);
+  EXPECT_LE(plan.workspace_bytes, 2 * (kBlasWorkspace + 256) + kMaxWorkspace);
+}
+
+TEST(CudaPolicy, LargeMatricesUseTwoLevelBlocking) {
+  const DeviceInfo dev = h200();
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(512, 512, 640)).outer_nb, outer_width(512, 512, 640));
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 1024, 60)).outer_nb, 64);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(4096, 4096, 2)).outer_nb, 32);  // few matrices: panels dominate
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(100, 100, 40)).outer_nb, 32);
+  PlanHints hints;
+  hints.outer_nb = 96;
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(512, 512, 640), hints).outer_nb, 96);
+  hints.outer_nb = 100;  // rounded down to a multiple of the panel width
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(512, 512, 640), hints).outer_nb, 96);
+  hints.outer_nb = 128;  // never wider than the matrix
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(100, 90, 640), hints).outer_nb, 64);
 }
 
 }  // namespace

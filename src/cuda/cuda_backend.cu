@@ -51,7 +51,7 @@ class CudaBackend final : public BackendImpl {
   CudaBackend(const DeviceInfo& dev, const cuda::Resources& res) : dev_(dev), res_(res) {}
   ~CudaBackend() override {
     DeviceGuard guard(dev_.device);
-    destroy_resources(res_);
+    cuda::destroy_resources(res_);
   }
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
@@ -77,13 +77,6 @@ class CudaBackend final : public BackendImpl {
     return GeqrfOperation::run(dev_, res_, args, workspace, workspace_bytes, stream);
   }
 
-  static void destroy_resources(const cuda::Resources& r) {
-    if (r.blas != nullptr) cublasDestroy(r.blas);
-    if (r.side != nullptr) cudaStreamDestroy(r.side);
-    for (cudaEvent_t e : {r.ev_fork, r.ev_panel, r.ev_next, r.ev_join})
-      if (e != nullptr) cudaEventDestroy(e);
-  }
-
  private:
   DeviceInfo dev_;
   cuda::Resources res_;
@@ -106,8 +99,37 @@ bool cuda_device_present() noexcept {
 Status make_cuda_backend(const ContextOptions& options, std::unique_ptr<BackendImpl>* out) noexcept {
   if (!cuda_device_present()) return Status::backend_unavailable;
   DeviceInfo dev;
-  if (options.device >= 0) {
-    dev.device = options.device;
+  Status rs = cuda::query_device(options.device, &dev);
+  if (rs != Status::success) return rs;
+  switch (options.math) {
+    case Math::automatic: dev.tf32x3 = false; break;  // see docs/perf-notes.md
+    case Math::tf32x3: dev.tf32x3 = true; break;
+    case Math::fp32: dev.tf32x3 = false; break;
+    default: return Status::not_supported;
+  }
+  DeviceGuard guard(dev.device);
+  if (!guard.ok()) return Status::backend_error;
+  const Status st = GeqrfOperation::initialize(dev);
+  if (st != Status::success) return st;
+  cuda::Resources res;
+  rs = cuda::create_resources(&res);
+  if (rs == Status::success) {
+    out->reset(new (std::nothrow) CudaBackend(dev, res));
+    if (*out) return Status::success;
+    rs = Status::out_of_memory;
+  }
+  cuda::destroy_resources(res);
+  return rs;
+}
+
+}  // namespace batchqr::detail
+
+namespace batchqr::cuda {
+
+Status query_device(int device, DeviceInfo* out) {
+  DeviceInfo dev;
+  if (device >= 0) {
+    dev.device = device;
   } else {
     BATCHQR_CUDA_TRY(cudaGetDevice(&dev.device));
   }
@@ -124,39 +146,39 @@ Status make_cuda_backend(const ContextOptions& options, std::unique_ptr<BackendI
   int cluster = 0;
   BATCHQR_CUDA_TRY(cudaDeviceGetAttribute(&cluster, cudaDevAttrClusterLaunch, dev.device));
   dev.cluster_launch = cluster != 0;
-  switch (options.math) {
-    case Math::automatic: dev.tf32x3 = false; break;  // see docs/perf-notes.md
-    case Math::tf32x3: dev.tf32x3 = true; break;
-    case Math::fp32: dev.tf32x3 = false; break;
-    default: return Status::not_supported;
-  }
   if (dev.cc_major < 9) return Status::not_supported;  // the kernels are built for sm_90 and newer
-  DeviceGuard guard(dev.device);
-  if (!guard.ok()) return Status::backend_error;
-  const Status st = GeqrfOperation::initialize(dev);
-  if (st != Status::success) return st;
-  cuda::Resources res;
+  *out = dev;
+  return Status::success;
+}
+
+Status create_resources(Resources* out) {
+  Resources res;
   Status rs = Status::success;
-  const cublasStatus_t bs = cublasCreate(&res.blas);
-  if (bs != CUBLAS_STATUS_SUCCESS) {
-    res.blas = nullptr;
-    rs = bs == CUBLAS_STATUS_ALLOC_FAILED ? Status::out_of_memory : Status::backend_error;
+  for (cublasHandle_t* h : {&res.blas, &res.blas_side}) {
+    if (rs != Status::success) break;
+    const cublasStatus_t bs = cublasCreate(h);
+    if (bs != CUBLAS_STATUS_SUCCESS) {
+      *h = nullptr;
+      rs = bs == CUBLAS_STATUS_ALLOC_FAILED ? Status::out_of_memory : Status::backend_error;
+    }
   }
   // Panels are on the critical path of the look-ahead: their stream gets the highest
   // priority, so the block scheduler gives them SMs ahead of the trailing updates.
   int least = 0, greatest = 0;
-  if (rs == Status::success) rs = cuda::to_status(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  if (rs == Status::success)
-    rs = cuda::to_status(cudaStreamCreateWithPriority(&res.side, cudaStreamNonBlocking, greatest));
+  if (rs == Status::success) rs = to_status(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  if (rs == Status::success) rs = to_status(cudaStreamCreateWithPriority(&res.side, cudaStreamNonBlocking, greatest));
   for (cudaEvent_t* e : {&res.ev_fork, &res.ev_panel, &res.ev_next, &res.ev_join})
-    if (rs == Status::success) rs = cuda::to_status(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
-  if (rs == Status::success) {
-    out->reset(new (std::nothrow) CudaBackend(dev, res));
-    if (*out) return Status::success;
-    rs = Status::out_of_memory;
-  }
-  CudaBackend::destroy_resources(res);
+    if (rs == Status::success) rs = to_status(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
+  *out = res;  // partially created on failure: destroy_resources releases what exists
   return rs;
 }
 
-}  // namespace batchqr::detail
+void destroy_resources(const Resources& r) {
+  if (r.blas != nullptr) cublasDestroy(r.blas);
+  if (r.blas_side != nullptr) cublasDestroy(r.blas_side);
+  if (r.side != nullptr) cudaStreamDestroy(r.side);
+  for (cudaEvent_t e : {r.ev_fork, r.ev_panel, r.ev_next, r.ev_join})
+    if (e != nullptr) cudaEventDestroy(e);
+}
+
+}  // namespace batchqr::cuda

@@ -43,9 +43,13 @@ struct Geqr2Args {
   std::int64_t ld, stride;
   float* tau;               // tau of the first matrix
   std::int64_t tau_stride;
-  float* t_out;             // T factors, kMaxPanelWidth^2 floats per matrix; null: none
-  float* vt_out;            // V^T, nrefl x rows column-major (ld = nrefl) per matrix; null: none
+  float* t_out;             // T (row-major, nrefl x nrefl of a t_ld x t_ld tile) per matrix; null: none
+  std::int64_t t_stride;
+  int t_ld;
+  float* vt_out;            // V^T, nrefl x rows column-major (ld = vt_ld) per matrix; null: none
   std::int64_t vt_stride;
+  int vt_ld;
+  int vt_pad;               // also zero the vt_pad columns before vt_out (rows of a wider V above the panel)
   int j0;                   // the panel starts at row j0, column j0
   int rows;                 // m - j0
   int ncols;                // columns held and updated (>= nrefl)
@@ -60,10 +64,10 @@ __host__ __device__ constexpr int round_up2(int x) { return (x + 1) & ~1; }
 // larft ('F','C') by one warp: lane i forms row i of the upper-triangular T of the
 // compact-WY form from tau and the upper part of the Gram matrix G = V^T V
 // (G[l][j] at sG[l * kGramLd + j]):  T[i][j] = -tau_j sum_{i <= l < j} T[i][l] G[l][j],
-// T[j][j] = tau_j. Then, if t_out is set, stores the tile of matrix `mat` row-major
-// (32 x 32, zeros past nrefl) at t_out + mat * 32 * 32.
+// T[j][j] = tau_j. Then, if t_out is set, stores the 32 x 32 tile of matrix `mat` row-major
+// (zeros past nrefl) at t_out + mat * t_stride, rows t_ld apart.
 __device__ __forceinline__ void larft_warp(const float* sG, const float* sTau, int nrefl, int lane, float* t_out,
-                                           std::int64_t mat) {
+                                           std::int64_t t_stride, int t_ld, std::int64_t mat) {
   float trow[kMaxPanelWidth];
 #pragma unroll
   for (int jj = 0; jj < kMaxPanelWidth; ++jj) {
@@ -78,9 +82,13 @@ __device__ __forceinline__ void larft_warp(const float* sG, const float* sTau, i
     }
   }
   if (t_out != nullptr) {
-    float* T = t_out + mat * (kMaxPanelWidth * kMaxPanelWidth) + lane * kMaxPanelWidth;
+    // A 32 x 32 tile (t_ld == 32) is stored whole; a block of a wider T only where it lies.
+    const int extent = t_ld == kMaxPanelWidth ? kMaxPanelWidth : nrefl;
+    float* T = t_out + mat * t_stride + static_cast<std::int64_t>(lane) * t_ld;
+    if (lane < extent)
 #pragma unroll
-    for (int l = 0; l < kMaxPanelWidth; ++l) T[l] = trow[l];
+      for (int l = 0; l < kMaxPanelWidth; ++l)
+        if (l < extent) T[l] = trow[l];
   }
 }
 
@@ -253,7 +261,7 @@ __global__ void __launch_bounds__(NW * 32) geqr2_kernel(const Geqr2Args p) {
   // --- larft: T from G and tau (one warp; in a cluster, rank 0: every rank holds G) -----
   if (want_t) {
     __syncthreads();  // G complete; also orders the panel for the V^T copy below
-    if (warp == 0 && rank == 0) larft_warp(sG, sTau, p.nrefl, lane, p.t_out, mat);
+    if (warp == 0 && rank == 0) larft_warp(sG, sTau, p.nrefl, lane, p.t_out, p.t_stride, p.t_ld, mat);
   }
 
   // --- V^T for the GEMM trailing update ---------------------------------------------------
@@ -262,8 +270,11 @@ __global__ void __launch_bounds__(NW * 32) geqr2_kernel(const Geqr2Args p) {
     const int total = nloc * p.nrefl;
     for (int idx = threadIdx.x; idx < total; idx += NT) {
       const int rl = idx / p.nrefl, c = idx % p.nrefl, gr = rb + rl;
-      Vt[static_cast<std::int64_t>(gr) * p.nrefl + c] = gr > c ? P(rl, c) : (gr == c ? 1.0f : 0.0f);
+      Vt[static_cast<std::int64_t>(gr) * p.vt_ld + c] = gr > c ? P(rl, c) : (gr == c ? 1.0f : 0.0f);
     }
+    if (rank == 0)
+      for (int idx = threadIdx.x; idx < p.vt_pad * p.nrefl; idx += NT)
+        Vt[static_cast<std::int64_t>(idx / p.nrefl - p.vt_pad) * p.vt_ld + idx % p.nrefl] = 0.0f;
   }
 
   // --- write back ---------------------------------------------------------------------------

@@ -49,9 +49,13 @@ struct Geqr2RegArgs {
   std::int64_t ld, stride;
   float* tau;
   std::int64_t tau_stride;
-  float* t_out;             // T (row-major 32 x 32) per matrix; null: none (needs CT == 1)
-  float* vt_out;            // V^T, nrefl x rows column-major (ld = nrefl), per matrix; null: none
+  float* t_out;             // T (row-major, rows t_ld apart) per matrix; null: none (needs CT == 1)
+  std::int64_t t_stride;
+  int t_ld;
+  float* vt_out;            // V^T, nrefl x rows column-major (ld = vt_ld), per matrix; null: none
   std::int64_t vt_stride;
+  int vt_ld;
+  int vt_pad;               // also zero the vt_pad columns before vt_out (rows of a wider V above the panel)
   int j0;                   // the panel starts at (j0, j0)
   int rows;                 // m - j0
   int ncols;                // columns held and updated (>= nrefl)
@@ -319,7 +323,7 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
 
   // --- larft: T from G and tau (warp 0) -----------------------------------------------------
   __syncthreads();
-  if (want_t && warp == 0) larft_warp(sG, sTau, p.nrefl, lane, p.t_out, mat);
+  if (want_t && warp == 0) larft_warp(sG, sTau, p.nrefl, lane, p.t_out, p.t_stride, p.t_ld, mat);
 
   // --- write back: factors, tau, V^T --------------------------------------------------------
   // The base pointer is laundered so that the compiler recomputes the element addresses
@@ -339,8 +343,10 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
 #pragma unroll
     for (int i = 0; i < R; ++i) {
       const int r = r0 + i;
-      if (r < p.rows) Vt[static_cast<std::int64_t>(r) * p.nrefl + lane] = r > lane ? a[0][i] : (r == lane ? 1.0f : 0.0f);
+      if (r < p.rows) Vt[static_cast<std::int64_t>(r) * p.vt_ld + lane] = r > lane ? a[0][i] : (r == lane ? 1.0f : 0.0f);
     }
+    if (warp == 0)
+      for (int r = -p.vt_pad; r < 0; ++r) Vt[static_cast<std::int64_t>(r) * p.vt_ld + lane] = 0.0f;
   }
   for (int j = threadIdx.x; j < p.nrefl; j += blockDim.x) p.tau[mat * p.tau_stride + p.j0 + j] = sTau[j];
 }

@@ -14,6 +14,7 @@
 
 #include "batchqr/geqrf.hpp"
 #include "cuda/device_info.hpp"
+#include "cuda/policy.hpp"
 
 namespace batchqr::cuda {
 
@@ -21,9 +22,16 @@ namespace batchqr::cuda {
 // at a time.
 struct Resources {
   cublasHandle_t blas = nullptr;   // trailing updates; its stream and workspace are set per call
+  cublasHandle_t blas_side = nullptr;  // updates inside an outer panel, on `side` (own workspace)
   cudaStream_t side = nullptr;     // panels of the look-ahead (non-blocking)
   cudaEvent_t ev_fork = nullptr, ev_panel = nullptr, ev_next = nullptr, ev_join = nullptr;
 };
+
+// The device's properties (device < 0: the current one); not_supported below sm_90.
+Status query_device(int device, DeviceInfo* out);
+// Creates (on the current device) and destroys what a context needs for its calls.
+Status create_resources(Resources* out);
+void destroy_resources(const Resources& res);
 
 class GeqrfOperation {
  public:
@@ -41,6 +49,10 @@ class GeqrfOperation {
   // to res.side and always joins back into `stream` before returning.
   static Status run(const DeviceInfo& dev, const Resources& res, const Arguments& args, void* workspace,
                     std::size_t workspace_bytes, cudaStream_t stream);
+  // The same with a given plan (tuning clients: make_plan with PlanHints); the workspace
+  // must hold plan.workspace_bytes.
+  static Status run(const DeviceInfo& dev, const Resources& res, const Arguments& args, const GeqrfPlan& plan,
+                    void* workspace, std::size_t workspace_bytes, cudaStream_t stream);
 };
 
 }  // namespace batchqr::cuda

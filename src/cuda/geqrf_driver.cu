@@ -3,6 +3,7 @@
 // registers of one CTA.
 #include <algorithm>
 #include <climits>
+#include <utility>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/geqr2.cuh"
@@ -11,6 +12,7 @@
 #include "cuda/geqrf_device.hpp"
 #include "cuda/larfb.cuh"
 #include "cuda/larfb_gemm.hpp"
+#include "cuda/larft_merge.hpp"
 #include "cuda/policy.hpp"
 
 namespace batchqr::cuda {
@@ -113,6 +115,7 @@ Status GeqrfOperation::initialize(const DeviceInfo& dev) {
   Status st = raise_smem_limits<8>(dev);
   if (st == Status::success) st = raise_smem_limits<16>(dev);
   if (st == Status::success) st = raise_smem_limits<32>(dev);
+  if (st == Status::success) st = larft_merge_initialize();
   return st;
 }
 
@@ -143,41 +146,65 @@ Geqr2RegArgs reg_args(const GeqrfDesc& d, float* a, float* tau, int j0, int rows
   return g;
 }
 
+// Where a panel puts V^T and T for the updates that follow it (null: nowhere).
+struct PanelOut {
+  float* t = nullptr;
+  std::int64_t t_stride = 0;
+  int t_ld = kMaxPanelWidth;
+  float* vt = nullptr;
+  std::int64_t vt_stride = 0;
+  int vt_ld = 0;
+  int vt_pad = 0;
+};
+
 // One panel: geqr2 (+ larft) on columns j0 .. j0 + jb of every matrix of the chunk.
 Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args, float* a, float* tau, int j0,
-                    int jb, bool with_t, float* t_out, float* vt_out, std::int64_t nbat, cudaStream_t stream) {
+                    int jb, bool with_t, const PanelOut& out, std::int64_t nbat, cudaStream_t stream) {
   const GeqrfDesc& d = args.desc;
   const int rows = static_cast<int>(d.m) - j0;
   const PanelPlan pp = panel_plan(dev, rows, jb, jb, with_t, nbat);
-  const std::int64_t vt_stride = static_cast<std::int64_t>(rows) * jb;
   if (pp.reg.rows_per_warp > 0) {
     Geqr2RegArgs g = reg_args(d, a, tau, j0, rows, jb, jb);
-    g.t_out = with_t ? t_out : nullptr;
-    g.vt_out = with_t ? vt_out : nullptr;
-    g.vt_stride = vt_stride;
+    if (with_t) {
+      g.t_out = out.t;
+      g.t_stride = out.t_stride;
+      g.t_ld = out.t_ld;
+      g.vt_out = out.vt;
+      g.vt_stride = out.vt_stride;
+      g.vt_ld = out.vt_ld;
+      g.vt_pad = out.vt_pad;
+    }
     return launch_geqr2_reg(d.layout, g, pp.reg, nbat, stream);
   }
-  Geqr2Args ga = panel_args(args, a, tau, with_t ? t_out : nullptr, j0, rows, jb, jb, pp);
-  if (with_t && vt_out != nullptr) {
-    ga.vt_out = vt_out;
-    ga.vt_stride = vt_stride;
+  Geqr2Args ga = panel_args(args, a, tau, nullptr, j0, rows, jb, jb, pp);
+  if (with_t) {
+    ga.t_out = out.t;
+    ga.t_stride = out.t_stride;
+    ga.t_ld = out.t_ld;
+    ga.vt_out = out.vt;
+    ga.vt_stride = out.vt_stride;
+    ga.vt_ld = out.vt_ld;
+    ga.vt_pad = out.vt_pad;
   }
   return launch_geqr2(d.layout, ga, pp, nbat, stream);
 }
 
-// Columns [c0, c0 + nc) of the trailing matrix of panel (j0, jb) by cuBLAS.
-Status update_columns(cublasHandle_t blas, const GeqrfDesc& d, float* a, const float* vt, const float* t, float* w,
-                      int j0, int jb, int c0, int nc, std::int64_t nbat) {
+// Columns [c0, c0 + nc) of the trailing matrix of the reflectors of columns j0 .. j0 + jb,
+// by cuBLAS; V^T and T as the panel stored them.
+Status update_columns(cublasHandle_t blas, const GeqrfDesc& d, float* a, const PanelOut& p, float* w,
+                      std::int64_t w_stride, int j0, int jb, int c0, int nc, std::int64_t nbat) {
   LarfbGemmArgs lg{};
   lg.a = a;
   lg.ld = d.ld;
   lg.stride = d.stride;
-  lg.vt = vt;
-  lg.vt_stride = (d.m - j0) * jb;
-  lg.t = t;
-  lg.t_stride = static_cast<std::int64_t>(kMaxPanelWidth) * kMaxPanelWidth;
+  lg.vt = p.vt;
+  lg.vt_stride = p.vt_stride;
+  lg.vt_ld = p.vt_ld;
+  lg.t = p.t;
+  lg.t_stride = p.t_stride;
+  lg.t_ld = p.t_ld;
   lg.w = w;
-  lg.w_stride = 2 * static_cast<std::int64_t>(jb) * nc;
+  lg.w_stride = w_stride;
   lg.j0 = j0;
   lg.col0 = c0;
   lg.rows = static_cast<int>(d.m) - j0;
@@ -186,30 +213,50 @@ Status update_columns(cublasHandle_t blas, const GeqrfDesc& d, float* a, const f
   return larfb_gemm(blas, d.layout, lg, nbat);
 }
 
+// The panels of outer block [J0, J0 + JB) with the updates inside it (on `stream`, cuBLAS
+// handle `blas`), then, when a trailing matrix follows, the outer T (Gram blocks + merge).
+// V^T (JB x rows) and T (JB x JB) of the block land in `out`.
+Status outer_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args, const GeqrfPlan& plan,
+                   cublasHandle_t blas, float* a, float* tau, int J0, int JB, bool trailing, const PanelOut& out,
+                   float* w_inner, float* s_ws, std::int64_t nbat, cudaStream_t stream) {
+  const GeqrfDesc& d = args.desc;
+  for (int j0 = J0; j0 < J0 + JB; j0 += plan.nb) {
+    const int jb = std::min(plan.nb, J0 + JB - j0), q = j0 - J0;
+    const int right = J0 + JB - (j0 + jb);  // columns of the block right of this panel
+    PanelOut in = out;
+    in.t = out.t + static_cast<std::int64_t>(q) * out.t_ld + q;
+    in.vt = out.vt + q + static_cast<std::int64_t>(q) * out.vt_ld;
+    in.vt_pad = q;
+    Status st = launch_panel(dev, args, a, tau, j0, jb, right > 0 || trailing, in, nbat, stream);
+    if (st != Status::success) return st;
+    if (right > 0) {
+      st = update_columns(blas, d, a, in, w_inner, static_cast<std::int64_t>(plan.w_inner_floats), j0, jb, j0 + jb,
+                          right, nbat);
+      if (st != Status::success) return st;
+    }
+  }
+  if (!trailing || JB <= kMaxPanelWidth) return Status::success;
+  const std::int64_t s_stride = static_cast<std::int64_t>(plan.s_floats);
+  Status st = gram_offdiag(blas, out.vt, out.vt_stride, JB, static_cast<int>(d.m) - J0, s_ws, s_stride, nbat);
+  if (st != Status::success) return st;
+  return launch_larft_merge(LarftMergeArgs{out.t, out.t_stride, s_ws, s_stride, JB}, nbat, stream);
+}
+
 }  // namespace
 
 Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Arguments& args, void* workspace,
                            std::size_t workspace_bytes, cudaStream_t stream) {
+  return run(dev, res, args, make_plan(dev, args.desc), workspace, workspace_bytes, stream);
+}
+
+Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Arguments& args, const GeqrfPlan& plan,
+                           void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
   const GeqrfDesc& d = args.desc;
-  const GeqrfPlan plan = make_plan(dev, d);
   if (workspace_bytes < plan.workspace_bytes) return Status::insufficient_workspace;
   const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
   const std::int64_t chunk = plan.batch_chunk;
+  const bool gemm = plan.algorithm == Algorithm::blocked && plan.trailing == Trailing::gemm;
 
-  // Workspace: [cuBLAS workspace, 256-byte aligned] then the per-matrix arrays.
-  unsigned char* ws = static_cast<unsigned char*>(workspace);
-  if (plan.blas_bytes > 0) {
-    unsigned char* aligned = ws + ((256 - reinterpret_cast<std::uintptr_t>(ws) % 256) % 256);
-    if (res.blas == nullptr) return Status::backend_error;
-    if (cublasSetStream(res.blas, stream) != CUBLAS_STATUS_SUCCESS ||
-        cublasSetWorkspace(res.blas, aligned, plan.blas_bytes) != CUBLAS_STATUS_SUCCESS)
-      return Status::backend_error;
-    ws += plan.blas_bytes + 256;
-  }
-  const std::size_t bufs = plan.trailing == Trailing::gemm ? 2 : 1;  // look-ahead double buffers
-  float* t_ws = reinterpret_cast<float*>(ws);
-  float* w_ws = t_ws + bufs * chunk * plan.t_floats;
-  float* vt_ws = w_ws + static_cast<std::size_t>(chunk) * plan.w_floats;
 
   // Grid sizes are 32-bit.
   if (plan.algorithm == Algorithm::blocked && plan.trailing == Trailing::mma_tf32x3) {
@@ -218,18 +265,43 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
   } else if (chunk > INT_MAX / kMaxCluster) {
     return Status::not_supported;
   }
-  if (plan.algorithm == Algorithm::blocked && plan.trailing == Trailing::gemm && d.ld > INT_MAX)
-    return Status::not_supported;  // cuBLAS ld is an int
+  if (gemm && d.ld > INT_MAX) return Status::not_supported;  // cuBLAS ld is an int
 
   // The look-ahead forks onto the context's side stream, except while the caller's stream
   // is being captured into a graph: a captured side stream would stay in that capture
   // until it ends, and another thread's call on the same context would land in it. Then
   // the panels run on the caller's stream (measured: the look-ahead gains < 2% so far).
-  cudaStream_t side = res.side;
-  if (plan.algorithm == Algorithm::blocked && plan.trailing == Trailing::gemm) {
+  cudaStream_t side = plan.look_ahead ? res.side : stream;
+  if (gemm && side != stream) {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) side = stream;
   }
+
+  // Workspace: [one cuBLAS workspace per handle, each 256-byte aligned] then the
+  // per-matrix arrays. The stream first: cublasSetStream resets a handle's workspace to
+  // cuBLAS's own pool, which may allocate (and then a call could neither be captured nor
+  // stay asynchronous).
+  // The side handle serves only two-level blocking (outer_panel); one-level plans leave it
+  // untouched, as they did before it existed.
+  unsigned char* ws = static_cast<unsigned char*>(workspace);
+  if (plan.blas_bytes > 0) {
+    const bool two_level = plan.outer_nb > plan.nb;
+    for (auto [h, st] : {std::pair{res.blas, stream}, std::pair{res.blas_side, side}}) {
+      unsigned char* aligned = ws + ((256 - reinterpret_cast<std::uintptr_t>(ws) % 256) % 256);
+      ws += plan.blas_bytes + 256;
+      if (h == res.blas_side && !two_level) continue;
+      if (h == nullptr) return Status::backend_error;
+      if (cublasSetStream(h, st) != CUBLAS_STATUS_SUCCESS ||
+          cublasSetWorkspace(h, aligned, plan.blas_bytes) != CUBLAS_STATUS_SUCCESS)
+        return Status::backend_error;
+    }
+  }
+  const std::size_t bufs = gemm ? 2 : 1;  // look-ahead double buffers
+  float* t_ws = reinterpret_cast<float*>(ws);
+  float* w_ws = t_ws + bufs * chunk * plan.t_floats;
+  float* vt_ws = w_ws + static_cast<std::size_t>(chunk) * plan.w_floats;
+  float* w_inner_ws = vt_ws + bufs * chunk * plan.vt_floats;
+  float* s_ws = w_inner_ws + static_cast<std::size_t>(chunk) * plan.w_inner_floats;
 
   for (std::int64_t b0 = 0; b0 < d.batch; b0 += chunk) {
     const std::int64_t nbat = std::min(chunk, d.batch - b0);
@@ -248,33 +320,42 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
       continue;
     }
 
-    if (plan.trailing == Trailing::gemm) {
-      // Look-ahead: panels run on the side stream, updates on the caller's stream. Once the
-      // next panel's columns are updated, that panel starts while the rest of the trailing
-      // matrix is still being updated. V^T and T are double-buffered between the streams.
+    if (gemm) {
+      // Look-ahead: outer panels (with the updates inside them) run on the side stream,
+      // trailing updates on the caller's stream. Once the next outer panel's columns are
+      // updated, that panel starts while the rest of the trailing matrix is still being
+      // updated. V^T and T are double-buffered between the streams.
       BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_fork, stream));
       BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, res.ev_fork, 0));
-      for (int j0 = 0, step = 0; j0 < k; j0 += plan.nb, ++step) {
-        const int jb = std::min(plan.nb, k - j0);
-        const int trailing = n - j0 - jb;
-        const bool with_t = trailing > 0;
-        float* vt = vt_ws + static_cast<std::size_t>(step % 2) * chunk * plan.vt_floats;
-        float* t = t_ws + static_cast<std::size_t>(step % 2) * chunk * plan.t_floats;
-        Status st = launch_panel(dev, args, a, tau, j0, jb, with_t, t, vt, nbat, side);
+      const int NB = plan.outer_nb;
+      for (int J0 = 0, step = 0; J0 < k; J0 += NB, ++step) {
+        const int JB = std::min(NB, k - J0);
+        const int trailing = n - J0 - JB;
+        PanelOut out;
+        out.t = t_ws + static_cast<std::size_t>(step % 2) * chunk * plan.t_floats;
+        out.t_stride = static_cast<std::int64_t>(plan.t_floats);
+        // A block of one panel keeps T as a 32 x 32 tile; a wider one as JB x JB (the merge's ld).
+        out.t_ld = JB > kMaxPanelWidth ? JB : kMaxPanelWidth;
+        out.vt = vt_ws + static_cast<std::size_t>(step % 2) * chunk * plan.vt_floats;
+        out.vt_stride = static_cast<std::int64_t>(plan.vt_floats);
+        out.vt_ld = JB;
+        Status st = outer_panel(dev, args, plan, res.blas_side, a, tau, J0, JB, trailing > 0, out, w_inner_ws, s_ws,
+                                nbat, side);
         if (st != Status::success) return st;
-        if (!with_t) continue;
+        if (trailing <= 0) continue;
         BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_panel, side));
         BATCHQR_CUDA_TRY(cudaStreamWaitEvent(stream, res.ev_panel, 0));
-        const int c0 = j0 + jb;
-        const int next = j0 + jb < k ? std::min(plan.nb, k - (j0 + jb)) : 0;  // next panel's width
+        const int c0 = J0 + JB;
+        const int next = c0 < k ? std::min(NB, k - c0) : 0;  // next outer panel's width
+        const std::int64_t w_stride = static_cast<std::int64_t>(plan.w_floats);
         if (next > 0 && next < trailing) {
-          st = update_columns(res.blas, d, a, vt, t, w_ws, j0, jb, c0, next, nbat);
+          st = update_columns(res.blas, d, a, out, w_ws, w_stride, J0, JB, c0, next, nbat);
           if (st != Status::success) return st;
           BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_next, stream));
           BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, res.ev_next, 0));
-          st = update_columns(res.blas, d, a, vt, t, w_ws, j0, jb, c0 + next, trailing - next, nbat);
+          st = update_columns(res.blas, d, a, out, w_ws, w_stride, J0, JB, c0 + next, trailing - next, nbat);
         } else {
-          st = update_columns(res.blas, d, a, vt, t, w_ws, j0, jb, c0, trailing, nbat);
+          st = update_columns(res.blas, d, a, out, w_ws, w_stride, J0, JB, c0, trailing, nbat);
           BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_next, stream));
           BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, res.ev_next, 0));
         }
@@ -292,7 +373,10 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
       const int rows = m - j0;
       const int trailing = n - j0 - jb;
       const bool with_t = trailing > 0;
-      Status st = launch_panel(dev, args, a, tau, j0, jb, with_t, t_ws, nullptr, nbat, stream);
+      PanelOut out;
+      out.t = t_ws;
+      out.t_stride = static_cast<std::int64_t>(kMaxPanelWidth) * kMaxPanelWidth;
+      Status st = launch_panel(dev, args, a, tau, j0, jb, with_t, out, nbat, stream);
       if (st != Status::success) return st;
       if (!with_t) continue;
       LarfbArgs la{};

@@ -3,8 +3,8 @@
 //   W2 := T^T W        (jb x ncols; T upper triangular, stored with zeros below)
 //   C  := C - V W2
 // which is C := (I - V T^T V^T) C = Q^T C. FP32 products and sums throughout.
-// The panel kernel writes V^T (jb x rows, column-major, ld = jb: row r of V is contiguous)
-// and T (row-major 32 x 32, i.e. T^T column-major with ld 32).
+// The panel kernels write V^T (jb x rows, column-major, ld = vt_ld >= jb: row r of V is
+// contiguous) and T (row-major with rows t_ld apart, i.e. T^T column-major with ld t_ld).
 #pragma once
 
 #include <cublas_v2.h>
@@ -21,18 +21,27 @@ struct LarfbGemmArgs {
   std::int64_t ld, stride;
   const float* vt;          // V^T of each matrix, vt_stride apart
   std::int64_t vt_stride;
-  const float* t;           // T of each matrix, 32 x 32 row-major, t_stride apart
+  int vt_ld;
+  const float* t;           // T of each matrix, row-major (rows t_ld apart), t_stride apart
   std::int64_t t_stride;
+  int t_ld;
   float* w;                 // two jb x ncols scratch matrices per matrix: W at w, W2 at w + w_stride / 2
   std::int64_t w_stride;
   int j0;                   // panel origin (row and column)
   int col0;                 // first column of A to update (>= j0 + jb)
   int rows;                 // m - j0
-  int jb;                   // reflectors in the panel (<= 32)
+  int jb;                   // reflectors in the panel
   int ncols;                // columns to update: col0 .. col0 + ncols
 };
 
 // Enqueues the three products on the handle's stream. `ld` and the batch must fit in an int.
 Status larfb_gemm(cublasHandle_t handle, Layout layout, const LarfbGemmArgs& args, std::int64_t batch);
+
+// The Gram blocks a two-level T needs (larft_merge.hpp): S = V(32:, 0:ms)^T V(32:, 32:nb)
+// with ms = 32 * floor((nb - 1) / 32), the start of the last inner block, from V^T (nb x rows,
+// ld nb); S is ms x (nb - 32) column-major (ld ms), s_stride apart. Rows above 32 contribute
+// nothing: V(0:32, 32:) is zero.
+Status gram_offdiag(cublasHandle_t handle, const float* vt, std::int64_t vt_stride, int nb, int rows, float* s,
+                    std::int64_t s_stride, std::int64_t batch);
 
 }  // namespace batchqr::cuda

@@ -6,6 +6,7 @@
 #include "cuda/geqr2_reg.cuh"
 #include "cuda/geqr2_warp_launch.hpp"
 #include "cuda/larfb.cuh"
+#include "cuda/larft_merge.hpp"
 #include "cuda/policy.hpp"
 
 namespace batchqr::cuda {
@@ -29,12 +30,14 @@ RegConfig reg_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t ba
   RegConfig rc;
   const int ct = (ncols + 31) / 32;
   if (ct < 1 || ct > kMaxRegColTiles || rows < 1) return rc;
-  // One tile: fewest rows per warp with at most 16 warps, else the 32-warp shapes. Two
-  // tiles: 8 rows per warp while the batch leaves SMs idle, else the fewest warps.
-  // Measured (docs/perf-notes.md, bench/geqr2_reg_sweep): every column is a chain of
+  // While the batch leaves SMs idle (batch < SMs), latency rules: one tile takes the fewest
+  // rows per warp with at most 16 warps (else the 32-warp shapes), two tiles 8 rows per
+  // warp. With a CTA for every SM, throughput rules: 32 rows per warp, the fewest warps.
+  // Measured (docs/perf-notes.md v4, v5; bench/geqr2_reg_sweep): every column is a chain of
   // latencies, which more warps shorten, until the per-warp share of the cross-warp sums
-  // (one per column tile) and the issue slots of other CTAs dominate.
-  const int min_r = ct == 1 ? 0 : (batch < dev.sm_count ? 8 : 32);
+  // (one per column tile) and the issue slots of other CTAs dominate; e.g. 640 panels of
+  // 256 x 32: 263 us with 16 warps of 16 rows, 172 us with 8 warps of 32 rows.
+  const int min_r = batch >= dev.sm_count ? 32 : (ct == 1 ? 0 : 8);
   for (int pass = 0; pass < 2 && rc.rows_per_warp == 0; ++pass) {
     for (const RegShape& s : kRegShapes) {  // ascending R for each CT
       if (s.col_tiles != ct || (s.max_warps > 16) != (pass == 1) || s.rows_per_warp < min_r) continue;
@@ -97,7 +100,19 @@ LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int 
   return sp;
 }
 
-GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
+int outer_width(int m, int n, std::int64_t batch) {
+  // Measured (docs/perf-notes.md v5, bench/geqrf_outer_sweep): outer blocks of 64 columns
+  // cut 7-13% at k >= 512 with batches of 30 and more (the K = 64 trailing products run
+  // nearer the FP32 peak than K = 32); with a few matrices the panels dominate and the
+  // updates inside each outer block cost 2-3%; at k = 352 they cost 6%. 96 and 128 were
+  // slower than 64 everywhere: the updates inside the block and the Gram products grow
+  // faster than the trailing products gain.
+  const int k = std::min(m, n);
+  if (k >= 512 && batch >= 16) return 64;
+  return kMaxPanelWidth;
+}
+
+GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& hints) {
   GeqrfPlan plan;
   const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
   // Tiny matrices: one warp each, no CTA barriers (docs/perf-notes.md: the CTA kernel's
@@ -122,13 +137,22 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
   plan.trailing = dev.tf32x3 ? Trailing::mma_tf32x3 : Trailing::gemm;
   plan.nb = std::min(kMaxPanelWidth, k);
   if (plan.trailing == Trailing::gemm) {
-    plan.t_floats = static_cast<std::size_t>(kMaxPanelWidth) * kMaxPanelWidth;
-    plan.vt_floats = static_cast<std::size_t>(m) * plan.nb;
-    plan.w_floats = 2 * static_cast<std::size_t>(plan.nb) * n;
+    int outer = hints.outer_nb > 0 ? hints.outer_nb : outer_width(m, n, d.batch);
+    outer = std::max(plan.nb, std::min({outer, kMaxOuterWidth, k}) / plan.nb * plan.nb);
+    plan.outer_nb = outer;
+    if (hints.look_ahead >= 0) plan.look_ahead = hints.look_ahead != 0;
+    plan.t_floats = static_cast<std::size_t>(std::max(outer, kMaxPanelWidth)) * std::max(outer, kMaxPanelWidth);
+    plan.vt_floats = static_cast<std::size_t>(m) * outer;
+    plan.w_floats = 2 * static_cast<std::size_t>(outer) * n;
+    if (outer > plan.nb) {
+      plan.w_inner_floats = 2 * static_cast<std::size_t>(plan.nb) * outer;
+      plan.s_floats = static_cast<std::size_t>(outer - kMaxPanelWidth) * (outer - kMaxPanelWidth);
+    }
     plan.blas_bytes = kBlasWorkspace;
-    const std::size_t once = plan.blas_bytes + 256;  // aligned to 256 bytes inside the caller's workspace
+    const std::size_t once = 2 * (plan.blas_bytes + 256);  // two handles, each aligned to 256 bytes
     // T and V^T twice: the look-ahead panel writes one pair while updates read the other.
-    const std::size_t per = (2 * plan.t_floats + 2 * plan.vt_floats + plan.w_floats) * sizeof(float);
+    const std::size_t per =
+        (2 * plan.t_floats + 2 * plan.vt_floats + plan.w_floats + plan.w_inner_floats + plan.s_floats) * sizeof(float);
     plan.batch_chunk = std::max<std::int64_t>(1, std::min<std::int64_t>(d.batch, kMaxWorkspace / per));
     plan.workspace_bytes = once + static_cast<std::size_t>(plan.batch_chunk) * per;
     return plan;

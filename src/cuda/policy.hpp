@@ -57,13 +57,26 @@ struct GeqrfPlan {
   RegConfig fused_reg;           // fused: the register configuration
   Trailing trailing = Trailing::gemm;
   int nb = 32;                   // panel width (blocked)
+  // gemm: width of the blocks whose update reaches the whole trailing matrix (a multiple
+  // of nb, at most kMaxOuterWidth). Inside such a block, panels of width nb update only
+  // the block's own columns (two-level blocking); outer_nb == nb is LAPACK's one level.
+  int outer_nb = 32;
+  bool look_ahead = true;        // gemm: outer panels on the side stream, overlapping updates
   std::int64_t batch_chunk = 1;  // matrices per pass; bounds the workspace
   // Workspace per matrix, in floats:
-  std::size_t t_floats = 0;      // T factor
+  std::size_t t_floats = 0;      // T factor (outer_nb^2 for gemm)
   std::size_t w_floats = 0;      // larfb partials of the largest panel (mma_tf32x3), or W and W2 (gemm)
-  std::size_t vt_floats = 0;     // V^T of the largest panel (gemm)
-  std::size_t blas_bytes = 0;    // once: cuBLAS workspace (gemm)
+  std::size_t vt_floats = 0;     // V^T of the largest outer panel (gemm)
+  std::size_t w_inner_floats = 0;  // W and W2 of the updates inside an outer panel (gemm, two-level)
+  std::size_t s_floats = 0;      // Gram blocks for the outer T (gemm, two-level)
+  std::size_t blas_bytes = 0;    // once per cuBLAS handle: its workspace (gemm; two handles)
   std::size_t workspace_bytes = 0;
+};
+
+// Overrides of policy choices, for tuning clients (bench/); zero means "the policy's".
+struct PlanHints {
+  int outer_nb = 0;
+  int look_ahead = -1;  // 0 / 1: off / on; -1: the policy's
 };
 
 // cuBLAS workspace handed to the library for each call (its recommendation for Hopper),
@@ -74,7 +87,7 @@ inline constexpr std::size_t kBlasWorkspace = std::size_t{32} << 20;
 inline constexpr int kMaxCluster = 8;
 // The workspace of the blocked algorithm is bounded to about this per pass (larger
 // batches are factored in chunks, which are still large enough to fill the GPU).
-inline constexpr std::size_t kMaxWorkspace = std::size_t{256} << 20;
+inline constexpr std::size_t kMaxWorkspace = std::size_t{1} << 30;
 // larfb splits rows until a launch has about this many CTAs per SM (8 fit by shared memory
 // and threads), keeping at least kMinSplitRows rows per CTA.
 inline constexpr int kLarfbCtasPerSm = 8;
@@ -84,7 +97,9 @@ inline constexpr int kMinSplitRows = 256;
 PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool with_t,
                      std::int64_t batch);
 LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int tiles);
-GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& desc);
+GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& desc, const PlanHints& hints = {});
+// The policy's outer block width for the gemm trailing update (see GeqrfPlan::outer_nb).
+int outer_width(int m, int n, std::int64_t batch);
 // Warps per geqr2 CTA: one per column up to 32, at least 8.
 int panel_warps(int ncols);
 

@@ -1,0 +1,154 @@
+// Tuning client: times the blocked CUDA geqrf (cuBLAS trailing updates) with each outer
+// block width (PlanHints::outer_nb; 32 is one-level blocking) on the same inputs, checks
+// every result against the accuracy gate, and marks the policy's choice, so that
+// outer_width() in policy.cu rests on measurements. Not part of the library.
+//
+//   geqrf_outer_sweep [--outer W] [--reps R] [m n batch]...   (default: a built-in list)
+// --outer: time only this width (e.g. under a profiler); --reps: timed calls per width.
+// Each width is timed with the look-ahead (side stream) and without it ("-").
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "batchqr/check/generate.hpp"
+#include "batchqr/check/validate.hpp"
+#include "batchqr/check/validate_device.hpp"
+#include "cuda/geqrf_device.hpp"
+#include "cuda/policy.hpp"
+
+using namespace batchqr;
+using namespace batchqr::cuda;
+
+namespace {
+
+// Holds the stream for about `ns` nanoseconds, so that a call enqueued behind it is timed
+// without the host's enqueue time (the "queued" column).
+__global__ void spin_kernel(long long ns) {
+  long long t0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  for (;;) {
+    long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    if (t - t0 > ns) break;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::array<int, 3>> cases;
+  std::vector<int> widths = {32, 64, 96, 128};
+  int reps = 5;
+  for (int i = 1; i < argc;) {
+    const std::string arg = argv[i];
+    if (arg == "--outer" && i + 1 < argc) {
+      widths = {std::atoi(argv[i + 1])};
+      i += 2;
+    } else if (arg == "--reps" && i + 1 < argc) {
+      reps = std::max(1, std::atoi(argv[i + 1]));
+      i += 2;
+    } else if (i + 2 < argc) {
+      cases.push_back({std::atoi(argv[i]), std::atoi(argv[i + 1]), std::atoi(argv[i + 2])});
+      i += 3;
+    } else {
+      std::fprintf(stderr, "usage: geqrf_outer_sweep [--outer W] [--reps R] [m n batch]...\n");
+      return 2;
+    }
+  }
+  if (cases.empty())
+    cases = {{176, 176, 40}, {352, 352, 40}, {256, 256, 200}, {512, 512, 640}, {640, 640, 300}, {768, 768, 100},
+             {1024, 1024, 60}, {1536, 1536, 30}, {2048, 2048, 8}, {3000, 3000, 4}, {4096, 4096, 2}};
+  DeviceInfo dev;
+  Resources res;
+  if (query_device(-1, &dev) != Status::success || GeqrfOperation::initialize(dev) != Status::success ||
+      create_resources(&res) != Status::success) {
+    std::fprintf(stderr, "no usable CUDA device\n");
+    return 1;
+  }
+  cudaStream_t stream;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  std::printf("%6s %6s %6s | %5s   | %10s %10s %10s %8s %8s | %s\n", "m", "n", "batch", "outer", "ms (med)",
+              "queued ms", "host ms", "factor", "orth", "");
+  int failures = 0;
+  for (const auto& c : cases) {
+    const int m = c[0], n = c[1], batch = c[2];
+    const GeqrfDesc d = make_geqrf_desc(m, n, batch, Layout::col_major);
+    const std::size_t elems = static_cast<std::size_t>(m) * n * batch;
+    std::vector<float> h(elems);
+    check::GenSpec spec;
+    spec.m = m;
+    spec.n = n;
+    spec.batch = batch;
+    spec.cond = 2;
+    spec.dist = check::Distribution::mixed;
+    spec.seed = 0x5eed0000u + static_cast<unsigned>(m * 131 + n * 7 + batch);
+    check::generate(spec, d, h.data());
+    float *a = nullptr, *a0 = nullptr, *tau = nullptr;
+    cudaMalloc(&a, elems * 4);
+    cudaMalloc(&a0, elems * 4);
+    cudaMalloc(&tau, static_cast<std::size_t>(batch) * std::min(m, n) * 4);
+    cudaMemcpy(a0, h.data(), elems * 4, cudaMemcpyHostToDevice);
+    const GeqrfPlan policy = make_plan(dev, d);
+    for (int variant = 0; variant < 2 * static_cast<int>(widths.size()); ++variant) {
+      const int outer = widths[variant / 2];
+      PlanHints hints;
+      hints.outer_nb = outer;
+      hints.look_ahead = variant % 2 == 0 ? 1 : 0;
+      const GeqrfPlan plan = make_plan(dev, d, hints);
+      if (plan.algorithm != Algorithm::blocked || plan.outer_nb != outer) continue;
+      void* ws = nullptr;
+      if (cudaMalloc(&ws, plan.workspace_bytes) != cudaSuccess) {
+        std::printf("%6d %6d %6d | %5d   | workspace of %zu bytes not available\n", m, n, batch, outer,
+                    plan.workspace_bytes);
+        continue;
+      }
+      const GeqrfOperation::Arguments args{d, a, tau};
+      std::vector<float> times, queued, host;
+      check::GateReport rep;
+      bool ok = true;
+      for (int r = 0; r <= reps && ok; ++r) {
+        for (int mode = 0; mode < 2 && ok; ++mode) {  // 0: plain call; 1: behind a 50 ms spin
+          cudaMemcpyAsync(a, a0, elems * 4, cudaMemcpyDeviceToDevice, stream);
+          if (mode == 1) spin_kernel<<<1, 1, 0, stream>>>(50'000'000);
+          cudaEventRecord(e0, stream);
+          const auto h0 = std::chrono::steady_clock::now();
+          ok = GeqrfOperation::run(dev, res, args, plan, ws, plan.workspace_bytes, stream) == Status::success;
+          const auto h1 = std::chrono::steady_clock::now();
+          cudaEventRecord(e1, stream);
+          ok = ok && cudaEventSynchronize(e1) == cudaSuccess;
+          float ms = 0;
+          cudaEventElapsedTime(&ms, e0, e1);
+          if (r == 0) continue;  // the first call warms up
+          (mode == 0 ? times : queued).push_back(ms);
+          if (mode == 0) host.push_back(std::chrono::duration<float, std::milli>(h1 - h0).count());
+        }
+      }
+      ok = ok && check::validate_device(d, a0, a, tau, &rep, stream);
+      auto median = [](std::vector<float>& v) {
+        std::sort(v.begin(), v.end());
+        return v.empty() ? -1.0 : static_cast<double>(v[v.size() / 2]);
+      };
+      const bool pass = ok && rep.pass();
+      failures += pass ? 0 : 1;
+      std::printf("%6d %6d %6d | %5d%s | %10.4f %10.4f %10.4f %8.3f %8.3f | %s%s\n", m, n, batch, outer,
+                  plan.look_ahead ? "  " : " -", median(times),
+                  median(queued), median(host), rep.worst_factor, rep.worst_orth, pass ? "pass" : "FAIL",
+                  outer == policy.outer_nb && plan.look_ahead == policy.look_ahead ? "  (policy)" : "");
+      cudaFree(ws);
+    }
+    cudaFree(a);
+    cudaFree(a0);
+    cudaFree(tau);
+  }
+  destroy_resources(res);
+  return failures == 0 ? 0 : 1;
+}

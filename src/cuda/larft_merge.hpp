@@ -1,0 +1,30 @@
+// larft for a two-level panel: the T factor of nb reflectors (nb <= kMaxOuterWidth) from the
+// 32 x 32 T blocks of its inner panels and the Gram blocks S = V^T V between them
+// (gram_offdiag in larfb_gemm.hpp). LAPACK's merge rule, one block column at a time:
+//   T(0:c, c:c+w) = -T(0:c, 0:c) S(0:c, c:c+w) T(c:c+w, c:c+w)
+// Blocks below the diagonal are zeroed, so T is stored whole (row-major, ld nb).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "batchqr/status.hpp"
+
+namespace batchqr::cuda {
+
+inline constexpr int kMaxOuterWidth = 128;
+
+struct LarftMergeArgs {
+  float* t;                 // T of each matrix, nb x nb row-major, t_stride apart; diagonal blocks set
+  std::int64_t t_stride;
+  const float* s;           // S of each matrix (gram_offdiag): column-major, ld 32 * floor((nb - 1) / 32)
+  std::int64_t s_stride;
+  int nb;                   // 32 < nb <= kMaxOuterWidth
+};
+
+// Once per device: allows the kernel its shared memory (above the default 48 KB).
+Status larft_merge_initialize();
+Status launch_larft_merge(const LarftMergeArgs& args, std::int64_t batch, cudaStream_t stream);
+
+}  // namespace batchqr::cuda
