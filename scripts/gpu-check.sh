@@ -5,10 +5,13 @@
 # print a short table last. Logs and JSON go to $OUT (8 files at most).
 #
 #   scripts/gpu-check.sh [--skip-tests] [--skip-sanitizer] [--skip-smoke] [--no-baselines]
-#                        [--racecheck] [--profile] [--small-n]
+#                        [--racecheck] [--profile] [--small-n] [--offsuite]
 # --profile: per-kernel time (ncu) of one call of a few suite cases, written to profile.txt.
 # --small-n: the small-n table of issue #5 (n in 8..400, batch 1/40/1000, with both
 #            baselines), written to small-n.json / small-n.txt.
+# --offsuite: the off-suite sizes of issue #6 (300x640, 100x768, 30x1536, 4x3000, 1x8192),
+#            written to offsuite.json; compare TFLOP/s with the nearest suite size.
+# Text logs are packed into logs.tar.gz at the end (the device tool returns 8 files).
 #
 # BUILD_DIR (default build-gpu) may hold binaries built elsewhere for this GPU (the
 # device tool carries them); they are used when they run here, else the tree is built.
@@ -17,7 +20,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
 BUILD=${BUILD_DIR:-build-gpu}
 mkdir -p "$OUT"
-run_tests=1 run_san=1 run_smoke=1 run_race=0 run_prof=0 run_small=0 baselines=
+run_tests=1 run_san=1 run_smoke=1 run_race=0 run_prof=0 run_small=0 run_off=0 baselines=
 while [ $# -gt 0 ]; do
   case "$1" in
     --skip-tests) run_tests=0 ;;
@@ -26,6 +29,7 @@ while [ $# -gt 0 ]; do
     --racecheck) run_race=1 ;;
     --profile) run_prof=1 ;;
     --small-n) run_small=1 ;;
+    --offsuite) run_off=1 ;;
     --no-baselines) baselines=--no-baselines ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -101,7 +105,15 @@ if [ $run_small = 1 ]; then
   note "small-n table (39 cases, with baselines): rc=$? $(grep 'geometric' "$OUT/small-n.txt")"
 fi
 
+if [ $run_off = 1 ]; then
+  timeout 120 "$BUILD/batchqr" bench --no-baselines --case batch=300,n=640 --case batch=100,n=768 \
+    --case batch=30,n=1536 --case batch=4,n=3000 --case batch=1,n=8192 --json "$OUT/offsuite.json" \
+    >"$OUT/offsuite.txt" 2>&1
+  note "off-suite sizes: rc=$? $(grep 'geometric' "$OUT/offsuite.txt")"
+fi
+
 echo
 echo "================ summary ================"
 cat "$S"
 sed -n '/^case/,$p' "$OUT/qr_v2.txt"
+(cd "$OUT" && ls ./*.log ./*.txt 2>/dev/null | grep -v summary.txt | xargs -r tar czf logs.tar.gz --remove-files)
