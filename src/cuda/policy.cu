@@ -102,7 +102,7 @@ LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int 
 
 int outer_width(int m, int n, std::int64_t batch) {
   // Measured (docs/perf-notes.md v5, bench/geqrf_outer_sweep): outer blocks of 64 columns
-  // cut 7-13% at k >= 512 with batches of 30 and more (the K = 64 trailing products run
+  // cut 8-13% at k >= 512 with batches of 30 and more (the K = 64 trailing products run
   // nearer the FP32 peak than K = 32); with a few matrices the panels dominate and the
   // updates inside each outer block cost 2-3%; at k = 352 they cost 6%. 96 and 128 were
   // slower than 64 everywhere: the updates inside the block and the Gram products grow
