@@ -90,15 +90,14 @@ Status raise_smem_limits(const DeviceInfo& dev) {
   return Status::success;
 }
 
-Geqr2Args panel_args(const GeqrfOperation::Arguments& a, float* a_chunk, float* tau_chunk, float* t_out,
-                     int j0, int rows, int ncols, int nrefl, const PanelPlan& pp) {
-  Geqr2Args g{};  // vt_out: none unless the caller sets it
+Geqr2Args panel_args(const GeqrfOperation::Arguments& a, float* a_chunk, float* tau_chunk, int j0, int rows,
+                     int ncols, int nrefl, const PanelPlan& pp) {
+  Geqr2Args g{};  // t_out, vt_out: none unless the caller sets them
   g.a = a_chunk;
   g.ld = a.desc.ld;
   g.stride = a.desc.stride;
   g.tau = tau_chunk;
   g.tau_stride = a.desc.tau_stride;
-  g.t_out = t_out;
   g.j0 = j0;
   g.rows = rows;
   g.ncols = ncols;
@@ -157,6 +156,18 @@ struct PanelOut {
   int vt_pad = 0;
 };
 
+// The T / V^T outputs of either panel kernel's arguments (Geqr2Args, Geqr2RegArgs).
+template <class PanelArgs>
+void set_outputs(PanelArgs& g, const PanelOut& out) {
+  g.t_out = out.t;
+  g.t_stride = out.t_stride;
+  g.t_ld = out.t_ld;
+  g.vt_out = out.vt;
+  g.vt_stride = out.vt_stride;
+  g.vt_ld = out.vt_ld;
+  g.vt_pad = out.vt_pad;
+}
+
 // One panel: geqr2 (+ larft) on columns j0 .. j0 + jb of every matrix of the chunk.
 Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args, float* a, float* tau, int j0,
                     int jb, bool with_t, const PanelOut& out, std::int64_t nbat, cudaStream_t stream) {
@@ -165,27 +176,11 @@ Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args
   const PanelPlan pp = panel_plan(dev, rows, jb, jb, with_t, nbat);
   if (pp.reg.rows_per_warp > 0) {
     Geqr2RegArgs g = reg_args(d, a, tau, j0, rows, jb, jb);
-    if (with_t) {
-      g.t_out = out.t;
-      g.t_stride = out.t_stride;
-      g.t_ld = out.t_ld;
-      g.vt_out = out.vt;
-      g.vt_stride = out.vt_stride;
-      g.vt_ld = out.vt_ld;
-      g.vt_pad = out.vt_pad;
-    }
+    if (with_t) set_outputs(g, out);
     return launch_geqr2_reg(d.layout, g, pp.reg, nbat, stream);
   }
-  Geqr2Args ga = panel_args(args, a, tau, nullptr, j0, rows, jb, jb, pp);
-  if (with_t) {
-    ga.t_out = out.t;
-    ga.t_stride = out.t_stride;
-    ga.t_ld = out.t_ld;
-    ga.vt_out = out.vt;
-    ga.vt_stride = out.vt_stride;
-    ga.vt_ld = out.vt_ld;
-    ga.vt_pad = out.vt_pad;
-  }
+  Geqr2Args ga = panel_args(args, a, tau, j0, rows, jb, jb, pp);
+  if (with_t) set_outputs(ga, out);
   return launch_geqr2(d.layout, ga, pp, nbat, stream);
 }
 

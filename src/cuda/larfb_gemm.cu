@@ -2,6 +2,8 @@
 
 #include <climits>
 
+#include "cuda/larft_merge.hpp"
+
 namespace batchqr::cuda {
 namespace {
 
@@ -59,10 +61,11 @@ Status gram_offdiag(cublasHandle_t h, const float* vt, std::int64_t vt_stride, i
                     std::int64_t s_stride, std::int64_t batch) {
   if (batch > INT_MAX) return Status::not_supported;
   const float one = 1.0f, zero = 0.0f;
-  const int ms = (nb - 1) / 32 * 32, ns = nb - 32, k = rows - 32;
-  const float* v0 = vt + static_cast<std::int64_t>(32) * nb;  // V^T columns from row 32 of V
+  constexpr int b = kMergeBlock;
+  const int ms = larft_merge_gram_rows(nb), ns = nb - b, k = rows - b;
+  const float* v0 = vt + static_cast<std::int64_t>(b) * nb;  // V^T columns from row b of V
   return to_status(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_T, ms, ns, k, &one, v0, nb, vt_stride,
-                                             v0 + 32, nb, vt_stride, &zero, s, ms, s_stride,
+                                             v0 + b, nb, vt_stride, &zero, s, ms, s_stride,
                                              static_cast<int>(batch)));
 }
 

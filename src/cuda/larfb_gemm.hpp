@@ -38,9 +38,9 @@ struct LarfbGemmArgs {
 Status larfb_gemm(cublasHandle_t handle, Layout layout, const LarfbGemmArgs& args, std::int64_t batch);
 
 // The Gram blocks a two-level T needs (larft_merge.hpp): S = V(32:, 0:ms)^T V(32:, 32:nb)
-// with ms = 32 * floor((nb - 1) / 32), the start of the last inner block, from V^T (nb x rows,
-// ld nb); S is ms x (nb - 32) column-major (ld ms), s_stride apart. Rows above 32 contribute
-// nothing: V(0:32, 32:) is zero.
+// with ms = larft_merge_gram_rows(nb), the start of the last inner block, from V^T (nb x
+// rows, ld nb); S is ms x (nb - 32) column-major (ld ms), s_stride apart. Rows above 32
+// contribute nothing: V(0:32, 32:) is zero.
 Status gram_offdiag(cublasHandle_t handle, const float* vt, std::int64_t vt_stride, int nb, int rows, float* s,
                     std::int64_t s_stride, std::int64_t batch);
 

@@ -8,13 +8,13 @@ namespace batchqr::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kBlock = 32;  // inner panel width
+constexpr int kBlock = kMergeBlock;
 
 // One CTA per matrix. T lives in shared memory (ld nb + 1 against bank conflicts on
 // column walks), X = S(0:c, block) T(block, block) beside it.
 __global__ void __launch_bounds__(kThreads) larft_merge_kernel(const LarftMergeArgs p) {
   extern __shared__ float smem[];
-  const int nb = p.nb, ldt = nb + 1, lds = (nb - 1) / kBlock * kBlock;
+  const int nb = p.nb, ldt = nb + 1, lds = larft_merge_gram_rows(nb);
   float* sT = smem;               // nb x ldt
   float* sX = sT + nb * ldt;      // lds x 32, row-major
   const std::int64_t mat = blockIdx.x;
@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(kThreads) larft_merge_kernel(const LarftMergeA
 }
 
 std::size_t smem_bytes(int nb) {
-  return sizeof(float) * (static_cast<std::size_t>(nb) * (nb + 1) + static_cast<std::size_t>((nb - 1) / kBlock) * kBlock * kBlock);
+  return sizeof(float) * (static_cast<std::size_t>(nb) * (nb + 1) + static_cast<std::size_t>(larft_merge_gram_rows(nb)) * kBlock);
 }
 
 }  // namespace

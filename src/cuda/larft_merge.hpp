@@ -14,11 +14,15 @@
 namespace batchqr::cuda {
 
 inline constexpr int kMaxOuterWidth = 128;
+inline constexpr int kMergeBlock = 32;  // width of the inner panels whose T blocks are merged
+
+// Rows of S = V(:, 0:ms)^T V(:, 32:nb) the merge reads: the start of the last inner block.
+__host__ __device__ constexpr int larft_merge_gram_rows(int nb) { return (nb - 1) / kMergeBlock * kMergeBlock; }
 
 struct LarftMergeArgs {
   float* t;                 // T of each matrix, nb x nb row-major, t_stride apart; diagonal blocks set
   std::int64_t t_stride;
-  const float* s;           // S of each matrix (gram_offdiag): column-major, ld 32 * floor((nb - 1) / 32)
+  const float* s;           // S of each matrix (gram_offdiag): column-major, ld larft_merge_gram_rows(nb)
   std::int64_t s_stride;
   int nb;                   // 32 < nb <= kMaxOuterWidth
 };
