@@ -11,7 +11,8 @@
 //                warp's slice of shared memory (no barrier: a warp reads only its rows);
 //                each lane forms its partial D_c = u^T a_c, for c = j too (= ||u||^2);
 //                the warp holding row j also shares that row              -> barrier
-//            (b) every warp sums the partials in the same order, so all form the same
+//            (b) every warp sums the partials (slot-major: a column's partials are
+//                contiguous, read as float4) in the same order, so all form the same
 //                ss = D_j, alpha = a_j(j), beta, tau and scale = 1 / (alpha - beta)
 //                (LAPACK slarfg), and w_c = v_j^T a_c = a_c(j) + scale * D_c;
 //            (c) a_c -= tau w_c v_j with v_j = scale * u (unit at row j); the owner lane
@@ -62,11 +63,16 @@ struct Geqr2RegArgs {
   int nrefl;                // reflectors to form
 };
 
-__host__ __device__ constexpr std::size_t geqr2_reg_smem_bytes(int warps, int R, int CT) {
-  // u per warp (W x R), dot partials and the shared row (two buffers each: W x 32*CT and
-  // 32*CT), tau (32*CT), Gram/T (32 x 33), then FP64 norm partials (W)
-  return sizeof(float) * (static_cast<std::size_t>(warps) * R + 2 * static_cast<std::size_t>(warps) * 32 * CT +
-                          2 * 32 * CT + 32 * CT + kMaxPanelWidth * kGramLd) +
+// Dot partials are stored column by column, one slot per warp of the launch bounds: a
+// column's partials are contiguous (summed with float4 loads) and the stride, a multiple of
+// 4 that is not a multiple of 8, keeps those loads free of bank conflicts.
+__host__ __device__ constexpr int geqr2_reg_dot_slots(int max_warps) { return max_warps + 4; }
+
+__host__ __device__ constexpr std::size_t geqr2_reg_smem_bytes(int warps, int max_warps, int R, int CT) {
+  // dot partials (two buffers of 32*CT columns x slots), u per warp (W x R), the shared row
+  // (two buffers of 32*CT), tau (32*CT), Gram/T (32 x 33), then FP64 norm partials (W)
+  return sizeof(float) * (2 * static_cast<std::size_t>(32 * CT) * geqr2_reg_dot_slots(max_warps) +
+                          static_cast<std::size_t>(warps) * R + 2 * 32 * CT + 32 * CT + kMaxPanelWidth * kGramLd) +
          sizeof(double) * (static_cast<std::size_t>(warps) + 1);
 }
 
@@ -89,20 +95,27 @@ template <Layout L, int R, int CT, int MaxW>
 __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) geqr2_reg_kernel(const Geqr2RegArgs p) {
   static_assert(R % 2 == 0, "the dot buffers alternate by the parity of j, which needs an even R");
   constexpr int NC = 32 * CT;
+  constexpr int kDs = geqr2_reg_dot_slots(MaxW);
+  static_assert(kDs % 4 == 0 && kDs % 8 != 0, "float4-aligned, conflict-free slot stride");
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int W = blockDim.x >> 5;
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const std::int64_t mat = blockIdx.x;
 
-  float* sU = reinterpret_cast<float*>(smem_raw);  // [W][R]: u (or v) of this warp's rows
-  float* sDot = sU + W * R;                         // [2][W][NC]
-  float* sRow = sDot + 2 * W * NC;                  // [2][NC]
+  float* sDot = reinterpret_cast<float*>(smem_raw);  // [2][NC][kDs]: slot w of column c: warp w's partial
+  float* sU = sDot + 2 * NC * kDs;                    // [W][R]: u (or v) of this warp's rows
+  float* sRow = sU + W * R;                           // [2][NC]
   float* sTau = sRow + 2 * NC;                      // [NC]
   float* sG = sTau + NC;                            // [32][kGramLd]
   double* sNorm64 = reinterpret_cast<double*>(
       reinterpret_cast<std::uintptr_t>(sG + kMaxPanelWidth * kGramLd + 1) & ~std::uintptr_t{7});
   const bool want_t = p.t_out != nullptr || p.vt_out != nullptr;
+
+  // Slots of warps beyond this launch's W stay zero; a warp whose rows are all final
+  // writes zeros (a) instead of dots, so every column sums all kDs slots.
+  for (int i = threadIdx.x; i < 2 * NC; i += blockDim.x)
+    for (int w = W; w < kDs; ++w) sDot[i * kDs + w] = 0.0f;
 
   const MatrixView<L> A{p.a + mat * p.stride, p.ld};
   const MatrixView<L> Ap = A.offset(p.j0, p.j0);
@@ -151,21 +164,30 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
           else d0 = fmaf(uu.x[q], a[t][i + q], d0);
         }
       }
-      dot[warp * NC + t * 32 + lane] = d0 + d1;
+      dot[(t * 32 + lane) * kDs + warp] = d0 + d1;
     }
   };
-  // Sum over the live warps (wlo ..), in a fixed order: every warp gets the same bits.
-  auto sum_partials = [&](const float* dot, int wlo, int c) {
-    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
-    int w = wlo;
-    for (; w + 4 <= W; w += 4) {
-      s0 += dot[w * NC + c];
-      s1 += dot[(w + 1) * NC + c];
-      s2 += dot[(w + 2) * NC + c];
-      s3 += dot[(w + 3) * NC + c];
+  auto zero_dots = [&](int j, float* dot) {
+#pragma unroll
+    for (int t = 0; t < CT; ++t) {
+      if (t * 32 + 31 < j && !want_t) continue;
+      dot[(t * 32 + lane) * kDs + warp] = 0.0f;
     }
-    for (; w < W; ++w) s0 += dot[w * NC + c];
-    return (s0 + s1) + (s2 + s3);
+  };
+  // Sum of column c's slots (dead warps hold zeros), in a fixed order: every warp gets the
+  // same bits. Unrolled float4 loads: no loop, no per-warp address arithmetic.
+  auto sum_partials = [&](const float* dot, int c) {
+    const float4* q = reinterpret_cast<const float4*>(dot + c * kDs);
+    float4 s = q[0];
+#pragma unroll
+    for (int k = 1; k < kDs / 4; ++k) {
+      const float4 f = q[k];
+      s.x += f.x;
+      s.y += f.y;
+      s.z += f.z;
+      s.w += f.w;
+    }
+    return (s.x + s.y) + (s.z + s.w);
   };
 
   for (int jb = 0; jb < p.nrefl; jb += R) {
@@ -179,7 +201,7 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
       const int j = jb + jr;
       if (j >= p.nrefl) break;
       const int jt = j >> 5, jl = j & 31;
-      float* dot = sDot + (jr & 1) * W * NC;
+      float* dot = sDot + (jr & 1) * NC * kDs;
       float* row = sRow + (jr & 1) * NC;
 
       // --- (a) share u, partial dots, the row j ------------------------------------------
@@ -212,11 +234,13 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
         else share(std::integral_constant<int, -1>{});
         __syncwarp();
         partial_dots(j, dot);
+      } else {
+        zero_dots(j, dot);
       }
       __syncthreads();
 
       // --- (b) the reflector and w (every warp alike) --------------------------------------
-      const float ss = sum_partials(dot, wlo, j);
+      const float ss = sum_partials(dot, j);
       const float alpha = row[j];
       float tau = 0.0f, beta = alpha, scale = 0.0f;
       bool slow = !(ss >= 0x1p-100f && ss <= FLT_MAX);
@@ -233,7 +257,7 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
         w[t] = 0.0f;
         if (t * 32 + 31 < j && !want_t) continue;
         const int c = t * 32 + lane;
-        w[t] = fmaf(scale, sum_partials(dot, wlo, c), row[c]);
+        w[t] = fmaf(scale, sum_partials(dot, c), row[c]);
         bad |= !isfinite(w[t]);
       }
       slow = slow || __any_sync(0xffffffffu, bad);  // the same in every warp: same data, same order
@@ -273,7 +297,7 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
         for (int t = 0; t < CT; ++t) {
           if (t * 32 + 31 < j && !want_t) continue;
           const int c = t * 32 + lane;
-          w[t] = tau != 0.0f ? sum_partials(dot, wlo, c) + row[c] : row[c];
+          w[t] = tau != 0.0f ? sum_partials(dot, c) + row[c] : row[c];
         }
         vs = 1.0f;
       }

@@ -8,7 +8,7 @@ namespace {
 
 template <Layout L, int R, int CT, int MaxW>
 Status launch_config(const Geqr2RegArgs& args, const RegConfig& rc, std::int64_t batch, cudaStream_t stream) {
-  const std::size_t smem = geqr2_reg_smem_bytes(rc.warps, R, CT);
+  const std::size_t smem = geqr2_reg_smem_bytes(rc.warps, MaxW, R, CT);
   geqr2_reg_kernel<L, R, CT, MaxW><<<static_cast<unsigned>(batch), rc.warps * 32, smem, stream>>>(args);
   BATCHQR_CUDA_TRY(cudaGetLastError());
   return Status::success;

@@ -60,7 +60,7 @@ PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool
   if (ncols <= kMaxPanelWidth) {
     p.reg = reg_config(dev, rows, ncols, batch);
     if (p.reg.rows_per_warp > 0) {
-      p.smem_bytes = geqr2_reg_smem_bytes(p.reg.warps, p.reg.rows_per_warp, p.reg.col_tiles);
+      p.smem_bytes = geqr2_reg_smem_bytes(p.reg.warps, p.reg.max_warps, p.reg.rows_per_warp, p.reg.col_tiles);
       return p;
     }
   }
