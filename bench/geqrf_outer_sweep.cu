@@ -3,8 +3,11 @@
 // every result against the accuracy gate, and marks the policy's choice, so that
 // outer_width() in policy.cu rests on measurements. Not part of the library.
 //
-//   geqrf_outer_sweep [--outer W] [--reps R] [m n batch]...   (default: a built-in list)
-// --outer: time only this width (e.g. under a profiler); --reps: timed calls per width.
+//   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [m n batch]...
+//                                                     (default: a built-in list)
+// --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
+// --fused-update: one-level plans apply panels with larfb_fused (1) or cuBLAS (0), not
+// as the policy picks (column "fu" shows what ran).
 // Each width is timed with the look-ahead (side stream) and without it ("-").
 #include <cuda_runtime.h>
 
@@ -45,10 +48,14 @@ int main(int argc, char** argv) {
   std::vector<std::array<int, 3>> cases;
   std::vector<int> widths = {32, 64, 96, 128};
   int reps = 5;
+  int fused = -1;
   for (int i = 1; i < argc;) {
     const std::string arg = argv[i];
     if (arg == "--outer" && i + 1 < argc) {
       widths = {std::atoi(argv[i + 1])};
+      i += 2;
+    } else if (arg == "--fused-update" && i + 1 < argc) {
+      fused = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
       i += 2;
     } else if (arg == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[i + 1]));
@@ -57,7 +64,7 @@ int main(int argc, char** argv) {
       cases.push_back({std::atoi(argv[i]), std::atoi(argv[i + 1]), std::atoi(argv[i + 2])});
       i += 3;
     } else {
-      std::fprintf(stderr, "usage: geqrf_outer_sweep [--outer W] [--reps R] [m n batch]...\n");
+      std::fprintf(stderr, "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [m n batch]...\n");
       return 2;
     }
   }
@@ -76,7 +83,7 @@ int main(int argc, char** argv) {
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
-  std::printf("%6s %6s %6s | %5s   | %10s %10s %10s %8s %8s | %s\n", "m", "n", "batch", "outer", "ms (med)",
+  std::printf("%6s %6s %6s | %5s   %2s | %10s %10s %10s %8s %8s | %s\n", "m", "n", "batch", "outer", "fu", "ms (med)",
               "queued ms", "host ms", "factor", "orth", "");
   int failures = 0;
   for (const auto& c : cases) {
@@ -103,6 +110,7 @@ int main(int argc, char** argv) {
       PlanHints hints;
       hints.outer_nb = outer;
       hints.look_ahead = variant % 2 == 0 ? 1 : 0;
+      hints.fused_update = fused;
       const GeqrfPlan plan = make_plan(dev, d, hints);
       if (plan.algorithm != Algorithm::blocked || plan.outer_nb != outer) continue;
       void* ws = nullptr;
@@ -139,10 +147,13 @@ int main(int argc, char** argv) {
       };
       const bool pass = ok && rep.pass();
       failures += pass ? 0 : 1;
-      std::printf("%6d %6d %6d | %5d%s | %10.4f %10.4f %10.4f %8.3f %8.3f | %s%s\n", m, n, batch, outer,
-                  plan.look_ahead ? "  " : " -", median(times),
+      std::printf("%6d %6d %6d | %5d%s %2d | %10.4f %10.4f %10.4f %8.3f %8.3f | %s%s\n", m, n, batch, outer,
+                  plan.look_ahead ? "  " : " -", plan.fused_update ? 1 : 0, median(times),
                   median(queued), median(host), rep.worst_factor, rep.worst_orth, pass ? "pass" : "FAIL",
-                  outer == policy.outer_nb && plan.look_ahead == policy.look_ahead ? "  (policy)" : "");
+                  outer == policy.outer_nb && plan.look_ahead == policy.look_ahead &&
+                          plan.fused_update == policy.fused_update
+                      ? "  (policy)"
+                      : "");
       cudaFree(ws);
     }
     cudaFree(a);

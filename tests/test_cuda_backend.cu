@@ -150,6 +150,12 @@ TEST_P(Gpu, EveryKernelPath) {
       expect_accurate(make_geqrf_desc(m, n, 37, layout), Distribution::mixed, 2.0);     // warp
   expect_accurate(make_geqrf_desc(64, 64, 50), Distribution::dense, 1.0);              // fused
   expect_accurate(make_geqrf_desc(512, 512, 200), Distribution::mixed, 2.0);           // blocked, 1 CTA
+  for (Layout layout : {Layout::row_major, Layout::col_major}) {
+    // One level, each update one larfb_fused launch (batch below the SM count), except the
+    // last panel's (4 reflectors: cuBLAS); and one level with cuBLAS updates (batch 140).
+    expect_accurate(make_geqrf_desc(100, 150, 5, layout), Distribution::mixed, 2.0);
+    expect_accurate(make_geqrf_desc(200, 150, 140, layout), Distribution::mixed, 2.0);
+  }
   expect_accurate(make_geqrf_desc(4096, 4096, 1, Layout::col_major), Distribution::dense, 1.0);  // cluster
   expect_accurate(make_geqrf_desc(20000, 40, 2), Distribution::dense, 1.0);            // global panel
   expect_accurate(make_geqrf_desc(20000, 40, 2, Layout::col_major), Distribution::rowscale, 0.0);

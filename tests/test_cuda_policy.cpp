@@ -162,5 +162,21 @@ TEST(CudaPolicy, LargeMatricesUseTwoLevelBlocking) {
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(100, 90, 640), hints).outer_nb, 64);
 }
 
+TEST(CudaPolicy, FusedUpdatesOnlyForOneLevelPlansBelowAFullGpu) {
+  const DeviceInfo dev = h200();
+  EXPECT_TRUE(make_plan(dev, make_geqrf_desc(176, 176, 40)).fused_update);
+  EXPECT_TRUE(make_plan(dev, make_geqrf_desc(256, 1000, 1)).fused_update);
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(300, 300, 40)).fused_update);    // more rows: cuBLAS
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(4096, 4096, 2)).fused_update);
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(176, 176, 1000)).fused_update);  // fills the GPU: cuBLAS
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(1024, 1024, 60)).fused_update);  // two-level: K = 64 updates
+  PlanHints hints;
+  hints.fused_update = 1;
+  EXPECT_TRUE(make_plan(dev, make_geqrf_desc(176, 176, 1000), hints).fused_update);
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(1024, 1024, 60), hints).fused_update);  // never for two-level
+  hints.fused_update = 0;
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(176, 176, 40), hints).fused_update);
+}
+
 }  // namespace
 }  // namespace batchqr::cuda

@@ -11,6 +11,7 @@
 #include "cuda/geqr2_warp_launch.hpp"
 #include "cuda/geqrf_device.hpp"
 #include "cuda/larfb.cuh"
+#include "cuda/larfb_fused.hpp"
 #include "cuda/larfb_gemm.hpp"
 #include "cuda/larft_merge.hpp"
 #include "cuda/policy.hpp"
@@ -185,9 +186,17 @@ Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args
 }
 
 // Columns [c0, c0 + nc) of the trailing matrix of the reflectors of columns j0 .. j0 + jb,
-// by cuBLAS; V^T and T as the panel stored them.
-Status update_columns(cublasHandle_t blas, const GeqrfDesc& d, float* a, const PanelOut& p, float* w,
-                      std::int64_t w_stride, int j0, int jb, int c0, int nc, std::int64_t nbat) {
+// on `stream` (the stream of the handle `blas`): one larfb_fused launch where the plan asks
+// for it and the panel allows it, else three cuBLAS products; V^T and T as the panel
+// stored them.
+Status update_columns(const GeqrfPlan& plan, cublasHandle_t blas, cudaStream_t stream, const GeqrfDesc& d, float* a,
+                      const PanelOut& p, float* w, std::int64_t w_stride, int j0, int jb, int c0, int nc,
+                      std::int64_t nbat) {
+  if (plan.fused_update) {
+    const LarfbFusedArgs lf{a,  d.ld, d.stride, p.vt, p.vt_stride, p.vt_ld, p.t, p.t_stride, p.t_ld,
+                            j0, c0,   static_cast<int>(d.m) - j0,   jb,          nc};
+    if (larfb_fused_can_implement(lf, nbat)) return launch_larfb_fused(d.layout, lf, nbat, stream);
+  }
   LarfbGemmArgs lg{};
   lg.a = a;
   lg.ld = d.ld;
@@ -225,8 +234,8 @@ Status outer_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args,
     Status st = launch_panel(dev, args, a, tau, j0, jb, right > 0 || trailing, in, nbat, stream);
     if (st != Status::success) return st;
     if (right > 0) {
-      st = update_columns(blas, d, a, in, w_inner, static_cast<std::int64_t>(plan.w_inner_floats), j0, jb, j0 + jb,
-                          right, nbat);
+      st = update_columns(plan, blas, stream, d, a, in, w_inner, static_cast<std::int64_t>(plan.w_inner_floats), j0,
+                          jb, j0 + jb, right, nbat);
       if (st != Status::success) return st;
     }
   }
@@ -344,13 +353,14 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
         const int next = c0 < k ? std::min(NB, k - c0) : 0;  // next outer panel's width
         const std::int64_t w_stride = static_cast<std::int64_t>(plan.w_floats);
         if (next > 0 && next < trailing) {
-          st = update_columns(res.blas, d, a, out, w_ws, w_stride, J0, JB, c0, next, nbat);
+          st = update_columns(plan, res.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c0, next, nbat);
           if (st != Status::success) return st;
           BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_next, stream));
           BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, res.ev_next, 0));
-          st = update_columns(res.blas, d, a, out, w_ws, w_stride, J0, JB, c0 + next, trailing - next, nbat);
+          st = update_columns(plan, res.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c0 + next, trailing - next,
+                              nbat);
         } else {
-          st = update_columns(res.blas, d, a, out, w_ws, w_stride, J0, JB, c0, trailing, nbat);
+          st = update_columns(plan, res.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c0, trailing, nbat);
           BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_next, stream));
           BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, res.ev_next, 0));
         }

@@ -62,6 +62,9 @@ struct GeqrfPlan {
   // the block's own columns (two-level blocking); outer_nb == nb is LAPACK's one level.
   int outer_nb = 32;
   bool look_ahead = true;        // gemm: outer panels on the side stream, overlapping updates
+  // gemm, one level: each 32-column panel's update is one larfb_fused launch (larfb_fused.hpp)
+  // instead of three cuBLAS products, where the panel allows it (32 reflectors, aligned V^T)
+  bool fused_update = false;
   std::int64_t batch_chunk = 1;  // matrices per pass; bounds the workspace
   // Workspace per matrix, in floats:
   std::size_t t_floats = 0;      // T factor (outer_nb^2 for gemm)
@@ -77,6 +80,7 @@ struct GeqrfPlan {
 struct PlanHints {
   int outer_nb = 0;
   int look_ahead = -1;  // 0 / 1: off / on; -1: the policy's
+  int fused_update = -1;  // 0 / 1: off / on (one-level plans only); -1: the policy's
 };
 
 // cuBLAS workspace handed to the library for each call (its recommendation for Hopper),
@@ -100,6 +104,9 @@ LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int 
 GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& desc, const PlanHints& hints = {});
 // The policy's outer block width for the gemm trailing update (see GeqrfPlan::outer_nb).
 int outer_width(int m, int n, std::int64_t batch);
+// Whether a one-level gemm plan applies each panel with larfb_fused (see GeqrfPlan).
+inline constexpr int kFusedUpdateMaxRows = 256;
+bool fused_update(const DeviceInfo& dev, int m, int n, std::int64_t batch);
 // Warps per geqr2 CTA: one per column up to 32, at least 8.
 int panel_warps(int ncols);
 
