@@ -69,14 +69,16 @@ if [ $run_san = 1 ]; then
   # tiny matrix (EveryKernelPath, ExtremeScales: its LAPACK-order fallback), register fused
   # (1x50, 50x1), register panels with up to 16 and 32 warps (300x640, 100x777, 777x100),
   # cluster panels (2048x64, 3000x4), the global-memory panel (20000x40), wide (4x3000),
-  # two-level blocking with its Gram products and larft_merge (TwoLevelBlocking).
+  # two-level blocking with its Gram products and larft_merge (TwoLevelBlocking), one-level
+  # updates by larfb_fused and by cuBLAS (EveryKernelPath).
   # The CLI is not used here: it factors up to 50 inputs per case, too slow under the tool.
   timeout 250 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/tests/batchqr_gpu_tests" \
     --gtest_filter='*TallAndWide*:*ZeroMatrix*:*NaNStays*:*PaddedStrides*:*ExtremeScales*:*EveryKernelPath/fp32:*TwoLevelBlocking/fp32' >>"$L" 2>&1
   note "memcheck (GPU tests: every kernel path): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   if [ $run_race = 1 ]; then
     # Shared-memory races: the warp kernel (n = 20), the fused register kernel (n = 64) and
-    # the blocked path's panels (n = 100; racecheck is too slow for larger n).
+    # the blocked path's panels and larfb_fused updates (n = 100, batch 1; racecheck is too
+    # slow for larger n, and took more than 50 s for this case alone in v6).
     timeout 200 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/batchqr" bench --no-baselines \
       --no-validate --rounds 1 --case batch=2,n=20 --case batch=1,n=64 --case batch=1,n=100 >>"$L" 2>&1
     note "racecheck (3 cases): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
