@@ -115,7 +115,7 @@ int outer_width(int m, int n, std::int64_t batch) {
 bool fused_update(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
   // Measured (docs/perf-notes.md v6, bench/geqrf_outer_sweep --fused-update): with a batch
   // below the SM count and at most 256 rows, one launch per update beats three cuBLAS
-  // products by 3-30% (the host enqueues 4x less); with more rows larfb_fused's serial
+  // products by 1-30% (the host enqueues 4x less); with more rows larfb_fused's serial
   // row loop loses (352 x 352 x 40: 1.34 ms against 0.94; 2048 x 2048 x 8: 41 ms against
   // 13.5), and so it does once the batch fills the GPU (256 x 256 x 200: 1.65 against 0.94).
   (void)n;
