@@ -192,29 +192,10 @@ Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args
 Status update_columns(const GeqrfPlan& plan, cublasHandle_t blas, cudaStream_t stream, const GeqrfDesc& d, float* a,
                       const PanelOut& p, float* w, std::int64_t w_stride, int j0, int jb, int c0, int nc,
                       std::int64_t nbat) {
-  if (plan.fused_update) {
-    const LarfbFusedArgs lf{a,  d.ld, d.stride, p.vt, p.vt_stride, p.vt_ld, p.t, p.t_stride, p.t_ld,
-                            j0, c0,   static_cast<int>(d.m) - j0,   jb,          nc};
-    if (larfb_fused_can_implement(lf, nbat)) return launch_larfb_fused(d.layout, lf, nbat, stream);
-  }
-  LarfbGemmArgs lg{};
-  lg.a = a;
-  lg.ld = d.ld;
-  lg.stride = d.stride;
-  lg.vt = p.vt;
-  lg.vt_stride = p.vt_stride;
-  lg.vt_ld = p.vt_ld;
-  lg.t = p.t;
-  lg.t_stride = p.t_stride;
-  lg.t_ld = p.t_ld;
-  lg.w = w;
-  lg.w_stride = w_stride;
-  lg.j0 = j0;
-  lg.col0 = c0;
-  lg.rows = static_cast<int>(d.m) - j0;
-  lg.jb = jb;
-  lg.ncols = nc;
-  return larfb_gemm(blas, d.layout, lg, nbat);
+  const LarfbOperands op{a,  d.ld, d.stride, p.vt, p.vt_stride, p.vt_ld, p.t, p.t_stride, p.t_ld,
+                         j0, c0,   static_cast<int>(d.m) - j0,   jb,          nc};
+  if (plan.fused_update && larfb_fused_can_implement(op, nbat)) return launch_larfb_fused(d.layout, op, nbat, stream);
+  return larfb_gemm(blas, d.layout, LarfbGemmArgs{op, w, w_stride}, nbat);
 }
 
 // The panels of outer block [J0, J0 + JB) with the updates inside it (on `stream`, cuBLAS

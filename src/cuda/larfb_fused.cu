@@ -26,7 +26,7 @@ __device__ __forceinline__ void load_v_row(const float* vt, std::int64_t vt_ld, 
 
 // Lane l owns column l of the CTA's tile; warp w owns rows [w * rb, (w + 1) * rb).
 template <Layout L>
-__global__ void __launch_bounds__(NW * 32) larfb_fused_kernel(const LarfbFusedArgs p) {
+__global__ void __launch_bounds__(NW * 32) larfb_fused_kernel(const LarfbOperands p) {
   __shared__ float sPart[NW][NB][LDW];  // each warp's rows of V^T C
   __shared__ float sW[NB][LDW];         // W, then W2
   const int tiles = (p.ncols + TN - 1) / TN;
@@ -100,14 +100,14 @@ __global__ void __launch_bounds__(NW * 32) larfb_fused_kernel(const LarfbFusedAr
 
 }  // namespace
 
-bool larfb_fused_can_implement(const LarfbFusedArgs& p, std::int64_t batch) {
+bool larfb_fused_can_implement(const LarfbOperands& p, std::int64_t batch) {
   if (p.jb != NB || p.ncols <= 0 || p.rows <= 0 || batch <= 0) return false;
   if (p.vt_ld % 4 != 0 || p.vt_stride % 4 != 0 || reinterpret_cast<std::uintptr_t>(p.vt) % 16 != 0) return false;
   const std::int64_t tiles = (p.ncols + TN - 1) / TN;
   return batch <= INT_MAX / tiles;
 }
 
-Status launch_larfb_fused(Layout layout, const LarfbFusedArgs& p, std::int64_t batch, cudaStream_t stream) {
+Status launch_larfb_fused(Layout layout, const LarfbOperands& p, std::int64_t batch, cudaStream_t stream) {
   if (!larfb_fused_can_implement(p, batch)) return Status::not_supported;
   const unsigned grid = static_cast<unsigned>(batch * ((p.ncols + TN - 1) / TN));
   if (layout == Layout::row_major) larfb_fused_kernel<Layout::row_major><<<grid, NW * 32, 0, stream>>>(p);

@@ -2,9 +2,8 @@
 //   W  := V^T C        (jb x ncols)
 //   W2 := T^T W        (jb x ncols; T upper triangular, stored with zeros below)
 //   C  := C - V W2
-// which is C := (I - V T^T V^T) C = Q^T C. FP32 products and sums throughout.
-// The panel kernels write V^T (jb x rows, column-major, ld = vt_ld >= jb: row r of V is
-// contiguous) and T (row-major with rows t_ld apart, i.e. T^T column-major with ld t_ld).
+// which is C := (I - V T^T V^T) C = Q^T C. FP32 products and sums throughout. The layout
+// of V^T and T: larfb_operands.hpp.
 #pragma once
 
 #include <cublas_v2.h>
@@ -13,25 +12,13 @@
 
 #include "batchqr/status.hpp"
 #include "batchqr/types.hpp"
+#include "cuda/larfb_operands.hpp"
 
 namespace batchqr::cuda {
 
-struct LarfbGemmArgs {
-  float* a;                 // first matrix of the (chunk of the) batch
-  std::int64_t ld, stride;
-  const float* vt;          // V^T of each matrix, vt_stride apart
-  std::int64_t vt_stride;
-  int vt_ld;
-  const float* t;           // T of each matrix, row-major (rows t_ld apart), t_stride apart
-  std::int64_t t_stride;
-  int t_ld;
+struct LarfbGemmArgs : LarfbOperands {
   float* w;                 // two jb x ncols scratch matrices per matrix: W at w, W2 at w + w_stride / 2
   std::int64_t w_stride;
-  int j0;                   // panel origin (row and column)
-  int col0;                 // first column of A to update (>= j0 + jb)
-  int rows;                 // m - j0
-  int jb;                   // reflectors in the panel
-  int ncols;                // columns to update: col0 .. col0 + ncols
 };
 
 // Enqueues the three products on the handle's stream. `ld` and the batch must fit in an int.

@@ -112,13 +112,12 @@ int outer_width(int m, int n, std::int64_t batch) {
   return kMaxPanelWidth;
 }
 
-bool fused_update(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
+bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch) {
   // Measured (docs/perf-notes.md v6, bench/geqrf_outer_sweep --fused-update): with a batch
   // below the SM count and at most 256 rows, one launch per update beats three cuBLAS
   // products by 1-30% (the host enqueues 4x less); with more rows larfb_fused's serial
   // row loop loses (352 x 352 x 40: 1.34 ms against 0.94; 2048 x 2048 x 8: 41 ms against
   // 13.5), and so it does once the batch fills the GPU (256 x 256 x 200: 1.65 against 0.94).
-  (void)n;
   return batch < dev.sm_count && m <= kFusedUpdateMaxRows;
 }
 
@@ -152,7 +151,7 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     plan.outer_nb = outer;
     if (hints.look_ahead >= 0) plan.look_ahead = hints.look_ahead != 0;
     plan.fused_update = outer == plan.nb && (hints.fused_update >= 0 ? hints.fused_update != 0
-                                                                      : fused_update(dev, m, n, d.batch));
+                                                                      : fused_update(dev, m, d.batch));
     plan.t_floats = static_cast<std::size_t>(std::max(outer, kMaxPanelWidth)) * std::max(outer, kMaxPanelWidth);
     plan.vt_floats = static_cast<std::size_t>(m) * outer;
     plan.w_floats = 2 * static_cast<std::size_t>(outer) * n;
