@@ -152,8 +152,10 @@ TEST_P(Gpu, EveryKernelPath) {
   expect_accurate(make_geqrf_desc(512, 512, 200), Distribution::mixed, 2.0);           // blocked, 1 CTA
   for (Layout layout : {Layout::row_major, Layout::col_major}) {
     // One level, each update one larfb_fused launch (batch below the SM count), except the
-    // last panel's (4 reflectors: cuBLAS); and one level with cuBLAS updates (batch 140).
+    // last panel's (4 reflectors: cuBLAS), with partial 64-row steps and 32-column tiles;
+    // and one level with cuBLAS updates (batch 140).
     expect_accurate(make_geqrf_desc(100, 150, 5, layout), Distribution::mixed, 2.0);
+    expect_accurate(make_geqrf_desc(350, 230, 3, layout), Distribution::mixed, 2.0);
     expect_accurate(make_geqrf_desc(200, 150, 140, layout), Distribution::mixed, 2.0);
   }
   expect_accurate(make_geqrf_desc(4096, 4096, 1, Layout::col_major), Distribution::dense, 1.0);  // cluster

@@ -170,11 +170,11 @@ void set_outputs(PanelArgs& g, const PanelOut& out) {
 }
 
 // One panel: geqr2 (+ larft) on columns j0 .. j0 + jb of every matrix of the chunk.
-Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args, float* a, float* tau, int j0,
-                    int jb, bool with_t, const PanelOut& out, std::int64_t nbat, cudaStream_t stream) {
+Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args, const GeqrfPlan& plan, float* a,
+                    float* tau, int j0, int jb, bool with_t, const PanelOut& out, std::int64_t nbat, cudaStream_t stream) {
   const GeqrfDesc& d = args.desc;
   const int rows = static_cast<int>(d.m) - j0;
-  const PanelPlan pp = panel_plan(dev, rows, jb, jb, with_t, nbat);
+  const PanelPlan pp = panel_plan(dev, rows, jb, jb, with_t, nbat, plan.panel_rows_per_warp);
   if (pp.reg.rows_per_warp > 0) {
     Geqr2RegArgs g = reg_args(d, a, tau, j0, rows, jb, jb);
     if (with_t) set_outputs(g, out);
@@ -212,7 +212,7 @@ Status outer_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args,
     in.t = out.t + static_cast<std::int64_t>(q) * out.t_ld + q;
     in.vt = out.vt + q + static_cast<std::int64_t>(q) * out.vt_ld;
     in.vt_pad = q;
-    Status st = launch_panel(dev, args, a, tau, j0, jb, right > 0 || trailing, in, nbat, stream);
+    Status st = launch_panel(dev, args, plan, a, tau, j0, jb, right > 0 || trailing, in, nbat, stream);
     if (st != Status::success) return st;
     if (right > 0) {
       st = update_columns(plan, blas, stream, d, a, in, w_inner, static_cast<std::int64_t>(plan.w_inner_floats), j0,
@@ -362,7 +362,7 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
       PanelOut out;
       out.t = t_ws;
       out.t_stride = static_cast<std::int64_t>(kMaxPanelWidth) * kMaxPanelWidth;
-      Status st = launch_panel(dev, args, a, tau, j0, jb, with_t, out, nbat, stream);
+      Status st = launch_panel(dev, args, plan, a, tau, j0, jb, with_t, out, nbat, stream);
       if (st != Status::success) return st;
       if (!with_t) continue;
       LarfbArgs la{};

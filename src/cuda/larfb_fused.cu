@@ -8,93 +8,129 @@
 namespace batchqr::cuda {
 namespace {
 
-constexpr int NB = 32, TN = kLarfbFusedTile, NW = kLarfbFusedWarps, LDW = TN + 1;
+constexpr int NB = 32, TN = kLarfbFusedTile, NT = kLarfbFusedWarps * 32;
+constexpr int RC = 64;   // rows of V and C staged per step
+constexpr int LDC = 33;  // sC row stride: conflict-free staging in either layout
+constexpr int LDV = 36;  // sV / sWt row stride: float4-aligned, conflict-free float4 reads
+static_assert(NT == 256 && TN == 32, "the thread mappings below assume 256 threads and 32 columns");
 
-// Row r of V (32 values) from V^T, as eight float4 loads that every lane of the warp
-// shares (the same address: one broadcast transaction each).
-__device__ __forceinline__ void load_v_row(const float* vt, std::int64_t vt_ld, int r, float (&v)[NB]) {
-  const float4* q = reinterpret_cast<const float4*>(vt + r * vt_ld);
-#pragma unroll
-  for (int k4 = 0; k4 < NB / 4; ++k4) {
-    const float4 f = __ldg(q + k4);
-    v[4 * k4] = f.x;
-    v[4 * k4 + 1] = f.y;
-    v[4 * k4 + 2] = f.z;
-    v[4 * k4 + 3] = f.w;
+// Rows r0 .. r0 + RC of V (zeros past the panel's rows) into sV[r][k], coalesced: V^T
+// stores row r of V contiguously.
+__device__ __forceinline__ void stage_v(const float* vt, std::int64_t vt_ld, int r0, int rn, float (*sV)[LDV]) {
+  for (int i = threadIdx.x; i < RC * NB; i += NT) {
+    const int r = i / NB, k = i % NB;
+    sV[r][k] = r < rn ? vt[(r0 + r) * vt_ld + k] : 0.0f;
   }
 }
 
-// Lane l owns column l of the CTA's tile; warp w owns rows [w * rb, (w + 1) * rb).
+// Each CTA: one matrix, one tile of up to 32 columns of C, all rows in steps of RC.
+//   W  (32 x 32): thread (w, l) owns W[4w .. 4w + 3][l], summed over the staged rows;
+//   W2 = T^T W in shared memory (stored transposed, sWt[c][k]);
+//   C -= V W2: each thread updates 8 elements of each staged step, reading C in the
+//   order of the layout (consecutive threads, consecutive addresses).
 template <Layout L>
-__global__ void __launch_bounds__(NW * 32) larfb_fused_kernel(const LarfbOperands p) {
-  __shared__ float sPart[NW][NB][LDW];  // each warp's rows of V^T C
-  __shared__ float sW[NB][LDW];         // W, then W2
+__global__ void __launch_bounds__(NT) larfb_fused_kernel(const LarfbOperands p) {
+  __shared__ __align__(16) float sV[RC][LDV];
+  __shared__ float sC[RC][LDC];
+  __shared__ __align__(16) float sWt[TN][LDV];  // W (as sWt[c][k]), then W2
   const int tiles = (p.ncols + TN - 1) / TN;
   const std::int64_t mat = blockIdx.x / tiles;
   const int tile = static_cast<int>(blockIdx.x - mat * tiles);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const bool col_ok = tile * TN + lane < p.ncols;
+  const int tid = threadIdx.x;
+  const int cn = min(TN, p.ncols - tile * TN);
   const MatrixView<L> C = MatrixView<L>{p.a + mat * p.stride, p.ld}.offset(p.j0, p.col0 + tile * TN);
   const float* vt = p.vt + mat * p.vt_stride;
-  const int rb = (p.rows + NW - 1) / NW;
-  const int r_lo = warp * rb, r_hi = min(p.rows, r_lo + rb);
+  constexpr bool kCol = L == Layout::col_major;
 
-  // W partials: this warp's rows.
-  float acc[NB];
-#pragma unroll
-  for (int k = 0; k < NB; ++k) acc[k] = 0.0f;
-  for (int r = r_lo; r < r_hi; ++r) {
-    const float x = col_ok ? C(r, lane) : 0.0f;
-    float v[NB];
-    load_v_row(vt, p.vt_ld, r, v);
-#pragma unroll
-    for (int k = 0; k < NB; ++k) acc[k] = fmaf(v[k], x, acc[k]);
+  // --- W = V^T C ------------------------------------------------------------------------
+  const int c1 = tid & 31, k1 = (tid >> 5) * 4;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int r0 = 0; r0 < p.rows; r0 += RC) {
+    const int rn = min(RC, p.rows - r0);
+    stage_v(vt, p.vt_ld, r0, rn, sV);
+    for (int i = tid; i < RC * TN; i += NT) {
+      const int r = kCol ? i % RC : i / TN, c = kCol ? i / RC : i % TN;
+      sC[r][c] = r < rn && c < cn ? C(r0 + r, c) : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll 8
+    for (int r = 0; r < RC; ++r) {
+      const float x = sC[r][c1];
+      const float4 v = *reinterpret_cast<const float4*>(&sV[r][k1]);
+      acc[0] = fmaf(v.x, x, acc[0]);
+      acc[1] = fmaf(v.y, x, acc[1]);
+      acc[2] = fmaf(v.z, x, acc[2]);
+      acc[3] = fmaf(v.w, x, acc[3]);
+    }
+    __syncthreads();
   }
-#pragma unroll
-  for (int k = 0; k < NB; ++k) sPart[warp][k][lane] = acc[k];
-  __syncthreads();
 
-  // W = sum of the partials in warp order; W2 = T^T W (T upper triangular). Thread (w, l)
-  // forms rows k = w, w + NW, ... of column l.
-  constexpr int KPT = NB / NW;
+  // --- W2 = T^T W (T upper triangular) ----------------------------------------------------
 #pragma unroll
-  for (int q = 0; q < KPT; ++q) {
-    const int k = warp + q * NW;
-    float s = 0.0f;
-#pragma unroll
-    for (int w = 0; w < NW; ++w) s += sPart[w][k][lane];
-    sW[k][lane] = s;
-  }
+  for (int q = 0; q < 4; ++q) sWt[c1][k1 + q] = acc[q];
   __syncthreads();
   const float* T = p.t + mat * p.t_stride;
-  float w2[KPT];
+  float w2[4];
 #pragma unroll
-  for (int q = 0; q < KPT; ++q) {
-    const int k = warp + q * NW;
+  for (int q = 0; q < 4; ++q) {
+    const int k = k1 + q;
     float s = 0.0f;
-    for (int i = 0; i <= k; ++i) s = fmaf(__ldg(T + static_cast<std::int64_t>(i) * p.t_ld + k), sW[i][lane], s);
+    for (int i = 0; i <= k; ++i) s = fmaf(__ldg(T + static_cast<std::int64_t>(i) * p.t_ld + k), sWt[c1][i], s);
     w2[q] = s;
   }
   __syncthreads();  // every thread has read W
 #pragma unroll
-  for (int q = 0; q < KPT; ++q) sW[warp + q * NW][lane] = w2[q];
+  for (int q = 0; q < 4; ++q) sWt[c1][k1 + q] = w2[q];
   __syncthreads();
 
-  // C -= V W2, this warp's rows.
-  float w2c[NB];
+  // --- C -= V W2 --------------------------------------------------------------------------
+  // Column-major: thread t keeps row t % 64 of V in registers and walks 8 columns;
+  // row-major: it keeps column t % 32 of W2 in registers and walks 8 rows.
+  const int fixed = kCol ? tid % RC : tid % TN;
+  float keep[NB];
+  if constexpr (!kCol) {
 #pragma unroll
-  for (int k = 0; k < NB; ++k) w2c[k] = sW[k][lane];
-  if (!col_ok) return;
-  for (int r = r_lo; r < r_hi; ++r) {
-    float v[NB];
-    load_v_row(vt, p.vt_ld, r, v);
-    float s0 = 0.0f, s1 = 0.0f;
-#pragma unroll
-    for (int k = 0; k < NB; k += 2) {
-      s0 = fmaf(v[k], w2c[k], s0);
-      s1 = fmaf(v[k + 1], w2c[k + 1], s1);
+    for (int k4 = 0; k4 < NB; k4 += 4) {
+      const float4 f = *reinterpret_cast<const float4*>(&sWt[fixed][k4]);
+      keep[k4] = f.x;
+      keep[k4 + 1] = f.y;
+      keep[k4 + 2] = f.z;
+      keep[k4 + 3] = f.w;
     }
-    C(r, lane) -= s0 + s1;
+  }
+  for (int r0 = 0; r0 < p.rows; r0 += RC) {
+    const int rn = min(RC, p.rows - r0);
+    stage_v(vt, p.vt_ld, r0, rn, sV);
+    __syncthreads();
+    if constexpr (kCol) {
+#pragma unroll
+      for (int k4 = 0; k4 < NB; k4 += 4) {
+        const float4 f = *reinterpret_cast<const float4*>(&sV[fixed][k4]);
+        keep[k4] = f.x;
+        keep[k4 + 1] = f.y;
+        keep[k4 + 2] = f.z;
+        keep[k4 + 3] = f.w;
+      }
+    }
+#pragma unroll 2
+    for (int q = 0; q < RC * TN / NT; ++q) {
+      const int r = kCol ? fixed : tid / TN + q * (NT / TN);
+      const int c = kCol ? tid / RC + q * (NT / RC) : fixed;
+      // The other operand: W2 column c (column-major) or V row r (row-major), as float4
+      // broadcasts (c, resp. r, is the same across a warp).
+      const float* other = kCol ? &sWt[c][0] : &sV[r][0];
+      float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+      for (int k4 = 0; k4 < NB; k4 += 4) {
+        const float4 f = *reinterpret_cast<const float4*>(other + k4);
+        s0 = fmaf(keep[k4], f.x, s0);
+        s1 = fmaf(keep[k4 + 1], f.y, s1);
+        s0 = fmaf(keep[k4 + 2], f.z, s0);
+        s1 = fmaf(keep[k4 + 3], f.w, s1);
+      }
+      if (r < rn && c < cn) C(r0 + r, c) -= s0 + s1;
+    }
+    __syncthreads();  // sV is restaged
   }
 }
 
@@ -110,8 +146,8 @@ bool larfb_fused_can_implement(const LarfbOperands& p, std::int64_t batch) {
 Status launch_larfb_fused(Layout layout, const LarfbOperands& p, std::int64_t batch, cudaStream_t stream) {
   if (!larfb_fused_can_implement(p, batch)) return Status::not_supported;
   const unsigned grid = static_cast<unsigned>(batch * ((p.ncols + TN - 1) / TN));
-  if (layout == Layout::row_major) larfb_fused_kernel<Layout::row_major><<<grid, NW * 32, 0, stream>>>(p);
-  else larfb_fused_kernel<Layout::col_major><<<grid, NW * 32, 0, stream>>>(p);
+  if (layout == Layout::row_major) larfb_fused_kernel<Layout::row_major><<<grid, NT, 0, stream>>>(p);
+  else larfb_fused_kernel<Layout::col_major><<<grid, NT, 0, stream>>>(p);
   BATCHQR_CUDA_TRY(cudaGetLastError());
   return Status::success;
 }

@@ -5,8 +5,9 @@
 // Why: with three cuBLAS products (larfb_gemm.hpp) a small update costs three launches and
 // two round trips of W through global memory, which is most of its time when the trailing
 // matrix has a few hundred rows (docs/perf-notes.md, v6). Tiles of C are independent, so
-// one launch does it all. FP32 products and sums; each warp sums its rows of V^T C and the
-// warps' sums are added in warp order, so results do not depend on scheduling.
+// one launch does it all. Rows of V and C pass through shared memory in steps of 64, read
+// in the order of the layout (coalesced for row- and column-major C). FP32 products and
+// sums, each entry of W summed over the rows in order: results do not depend on scheduling.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -20,7 +21,7 @@
 namespace batchqr::cuda {
 
 inline constexpr int kLarfbFusedTile = 32;   // columns of C per CTA
-inline constexpr int kLarfbFusedWarps = 8;   // each sums a contiguous block of rows
+inline constexpr int kLarfbFusedWarps = 8;
 
 // The kernel reads rows of V as float4: it takes panels of exactly 32 reflectors with
 // vt_ld and vt_stride multiples of 4 and vt 16-byte aligned, and a grid of at most

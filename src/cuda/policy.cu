@@ -26,10 +26,15 @@ std::size_t panel_bytes(int rows_per_cta, int ncols, int nrefl, int cluster, boo
 
 int panel_warps(int ncols) { return ncols >= 32 ? 32 : (ncols >= 16 ? 16 : 8); }
 
-RegConfig reg_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch) {
+RegConfig reg_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch, int force_rows_per_warp) {
   RegConfig rc;
   const int ct = (ncols + 31) / 32;
   if (ct < 1 || ct > kMaxRegColTiles || rows < 1) return rc;
+  for (const RegShape& s : kRegShapes) {  // the fewest-warp shape of the forced R first
+    const int w = (rows + s.rows_per_warp - 1) / s.rows_per_warp;
+    if (s.rows_per_warp == force_rows_per_warp && s.col_tiles == ct && w <= s.max_warps)
+      return RegConfig{s.rows_per_warp, ct, s.max_warps, w};
+  }
   // While the batch leaves SMs idle (batch < SMs), latency rules: one tile takes the fewest
   // rows per warp with at most 16 warps (else the 32-warp shapes), two tiles 8 rows per
   // warp. With a CTA for every SM, throughput rules: 32 rows per warp, the fewest warps.
@@ -54,11 +59,12 @@ RegConfig reg_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t ba
   return rc;
 }
 
-PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool with_t, std::int64_t batch) {
+PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool with_t, std::int64_t batch,
+                     int force_rows_per_warp) {
   const std::size_t budget = dev.smem_per_block_optin;
   PanelPlan p;
   if (ncols <= kMaxPanelWidth) {
-    p.reg = reg_config(dev, rows, ncols, batch);
+    p.reg = reg_config(dev, rows, ncols, batch, force_rows_per_warp);
     if (p.reg.rows_per_warp > 0) {
       p.smem_bytes = geqr2_reg_smem_bytes(p.reg.warps, p.reg.max_warps, p.reg.rows_per_warp, p.reg.col_tiles);
       return p;
@@ -113,11 +119,11 @@ int outer_width(int m, int n, std::int64_t batch) {
 }
 
 bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch) {
-  // Measured (docs/perf-notes.md v6, bench/geqrf_outer_sweep --fused-update): with a batch
-  // below the SM count and at most 256 rows, one launch per update beats three cuBLAS
-  // products by 1-30% (the host enqueues 4x less); with more rows larfb_fused's serial
-  // row loop loses (352 x 352 x 40: 1.34 ms against 0.94; 2048 x 2048 x 8: 41 ms against
-  // 13.5), and so it does once the batch fills the GPU (256 x 256 x 200: 1.65 against 0.94).
+  // Measured (docs/perf-notes.md v7, bench/geqrf_outer_sweep --outer 32 --fused-update):
+  // with a batch below the SM count, one launch per update beats three cuBLAS products up
+  // to 352 rows (176 x 40: 0.37 ms against 0.67; 352 x 40: 1.01 against 1.14) and ties at
+  // 400 (1.28); beyond that, and once the batch fills the GPU (256 x 200: 1.11 against
+  // 1.05; 1024 x 8: 5.3 against 4.0), cuBLAS's larger tiles win.
   return batch < dev.sm_count && m <= kFusedUpdateMaxRows;
 }
 
@@ -145,6 +151,7 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
   plan.algorithm = Algorithm::blocked;
   plan.trailing = dev.tf32x3 ? Trailing::mma_tf32x3 : Trailing::gemm;
   plan.nb = std::min(kMaxPanelWidth, k);
+  plan.panel_rows_per_warp = hints.panel_rows_per_warp;
   if (plan.trailing == Trailing::gemm) {
     int outer = hints.outer_nb > 0 ? hints.outer_nb : outer_width(m, n, d.batch);
     outer = std::max(plan.nb, std::min({outer, kMaxOuterWidth, k}) / plan.nb * plan.nb);

@@ -28,7 +28,9 @@ struct RegConfig {
 
 // One of kRegShapes (reg_config.hpp) for a rows x ncols panel or matrix, or none
 // (rows_per_warp == 0): at most 64 columns and 1024 rows (one column tile) or 512 (two).
-RegConfig reg_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch);
+// force_rows_per_warp > 0 (tuning clients, PlanHints): a shape with that R where one
+// holds the panel, else the policy's.
+RegConfig reg_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch, int force_rows_per_warp = 0);
 
 struct PanelPlan {
   RegConfig reg;         // reg.rows_per_warp > 0: geqr2_reg_kernel; else geqr2_kernel below
@@ -65,6 +67,7 @@ struct GeqrfPlan {
   // gemm, one level: each 32-column panel's update is one larfb_fused launch (larfb_fused.hpp)
   // instead of three cuBLAS products, where the panel allows it (32 reflectors, aligned V^T)
   bool fused_update = false;
+  int panel_rows_per_warp = 0;   // register panels: R as forced by PlanHints; 0: the policy's per panel
   std::int64_t batch_chunk = 1;  // matrices per pass; bounds the workspace
   // Workspace per matrix, in floats:
   std::size_t t_floats = 0;      // T factor (outer_nb^2 for gemm)
@@ -81,6 +84,7 @@ struct PlanHints {
   int outer_nb = 0;
   int look_ahead = -1;  // 0 / 1: off / on; -1: the policy's
   int fused_update = -1;  // 0 / 1: off / on (one-level plans only); -1: the policy's
+  int panel_rows_per_warp = 0;  // register panels of the blocked path: this R where it fits
 };
 
 // cuBLAS workspace handed to the library for each call (its recommendation for Hopper),
@@ -99,13 +103,13 @@ inline constexpr int kMinSplitRows = 256;
 
 // Shared-memory layout of one panel (rows x ncols) split over `cluster` CTAs.
 PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool with_t,
-                     std::int64_t batch);
+                     std::int64_t batch, int force_rows_per_warp = 0);
 LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int tiles);
 GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& desc, const PlanHints& hints = {});
 // The policy's outer block width for the gemm trailing update (see GeqrfPlan::outer_nb).
 int outer_width(int m, int n, std::int64_t batch);
 // Whether a one-level gemm plan applies each panel with larfb_fused (see GeqrfPlan).
-inline constexpr int kFusedUpdateMaxRows = 256;
+inline constexpr int kFusedUpdateMaxRows = 384;
 bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch);
 // Warps per geqr2 CTA: one per column up to 32, at least 8.
 int panel_warps(int ncols);
