@@ -165,24 +165,23 @@ TEST(CudaPolicy, LargeMatricesUseTwoLevelBlocking) {
 TEST(CudaPolicy, ForcedPanelRowsPerWarpWhereAShapeHoldsThePanel) {
   const DeviceInfo dev = h200();
   PlanHints hints;
-  hints.panel_rows_per_warp = 64;
-  const GeqrfPlan plan = make_plan(dev, make_geqrf_desc(512, 512, 640), hints);
-  EXPECT_EQ(plan.panel_rows_per_warp, 64);
-  const PanelPlan p512 = panel_plan(dev, 512, 32, 32, true, 640, plan.panel_rows_per_warp);
-  EXPECT_EQ(p512.reg.rows_per_warp, 64);
-  EXPECT_EQ(p512.reg.warps, 8);
-  // No 64-row shape holds 1024 rows: the policy's choice.
-  const PanelPlan p1024 = panel_plan(dev, 1024, 32, 32, true, 640, 64);
-  EXPECT_EQ(p1024.reg.rows_per_warp, panel_plan(dev, 1024, 32, 32, true, 640).reg.rows_per_warp);
-  EXPECT_NE(p1024.reg.rows_per_warp, 64);
+  hints.panel_rows_per_warp = 16;
+  const GeqrfPlan plan = make_plan(dev, make_geqrf_desc(256, 256, 1000), hints);
+  EXPECT_EQ(plan.panel_rows_per_warp, 16);
+  EXPECT_EQ(panel_plan(dev, 256, 32, 32, true, 1000).reg.rows_per_warp, 32);  // the policy's
+  const PanelPlan forced = panel_plan(dev, 256, 32, 32, true, 1000, plan.panel_rows_per_warp);
+  EXPECT_EQ(forced.reg.rows_per_warp, 16);
+  EXPECT_EQ(forced.reg.warps, 16);
+  // No 16-row shape holds 512 rows: the policy's choice.
+  EXPECT_EQ(panel_plan(dev, 512, 32, 32, true, 1000, 16).reg.rows_per_warp,
+            panel_plan(dev, 512, 32, 32, true, 1000).reg.rows_per_warp);
 }
 
 TEST(CudaPolicy, FusedUpdatesOnlyForOneLevelPlansBelowAFullGpu) {
   const DeviceInfo dev = h200();
   EXPECT_TRUE(make_plan(dev, make_geqrf_desc(176, 176, 40)).fused_update);
   EXPECT_TRUE(make_plan(dev, make_geqrf_desc(256, 1000, 1)).fused_update);
-  EXPECT_TRUE(make_plan(dev, make_geqrf_desc(352, 352, 40)).fused_update);
-  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(400, 400, 40)).fused_update);    // more rows: cuBLAS
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(300, 300, 40)).fused_update);    // more rows: cuBLAS
   EXPECT_FALSE(make_plan(dev, make_geqrf_desc(4096, 4096, 2)).fused_update);
   EXPECT_FALSE(make_plan(dev, make_geqrf_desc(176, 176, 1000)).fused_update);  // fills the GPU: cuBLAS
   EXPECT_FALSE(make_plan(dev, make_geqrf_desc(1024, 1024, 60)).fused_update);  // two-level: K = 64 updates

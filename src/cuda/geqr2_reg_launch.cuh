@@ -26,7 +26,6 @@ Status launch_geqr2_reg(const Geqr2RegArgs& args, const RegConfig& rc, std::int6
     case key(8, 1, 16): return launch_config<L, 8, 1, 16>(args, rc, batch, stream);
     case key(16, 1, 16): return launch_config<L, 16, 1, 16>(args, rc, batch, stream);
     case key(32, 1, 16): return launch_config<L, 32, 1, 16>(args, rc, batch, stream);
-    case key(64, 1, 8): return launch_config<L, 64, 1, 8>(args, rc, batch, stream);
     case key(32, 1, 32): return launch_config<L, 32, 1, 32>(args, rc, batch, stream);
     case key(4, 2, 16): return launch_config<L, 4, 2, 16>(args, rc, batch, stream);
     case key(8, 2, 16): return launch_config<L, 8, 2, 16>(args, rc, batch, stream);

@@ -119,11 +119,12 @@ int outer_width(int m, int n, std::int64_t batch) {
 }
 
 bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch) {
-  // Measured (docs/perf-notes.md v7, bench/geqrf_outer_sweep --outer 32 --fused-update):
-  // with a batch below the SM count, one launch per update beats three cuBLAS products up
-  // to 352 rows (176 x 40: 0.37 ms against 0.67; 352 x 40: 1.01 against 1.14) and ties at
-  // 400 (1.28); beyond that, and once the batch fills the GPU (256 x 200: 1.11 against
-  // 1.05; 1024 x 8: 5.3 against 4.0), cuBLAS's larger tiles win.
+  // Measured (docs/perf-notes.md v6, v7; bench/geqrf_outer_sweep --fused-update, and the
+  // suite): with a batch below the SM count and at most 256 rows, one launch per update is
+  // as fast as three cuBLAS products on the device and enqueues 4x faster (176 x 1: 0.31 ms
+  // against 0.78 per call). At 352 rows it loses on the device (352 x 40, device time 0.97
+  // against 0.83 ms; suite 40x352 0.82 against 0.71), and so it does once the batch fills
+  // the GPU (256 x 200: 1.04 against 0.92).
   return batch < dev.sm_count && m <= kFusedUpdateMaxRows;
 }
 

@@ -109,7 +109,7 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& desc, const PlanHint
 // The policy's outer block width for the gemm trailing update (see GeqrfPlan::outer_nb).
 int outer_width(int m, int n, std::int64_t batch);
 // Whether a one-level gemm plan applies each panel with larfb_fused (see GeqrfPlan).
-inline constexpr int kFusedUpdateMaxRows = 384;
+inline constexpr int kFusedUpdateMaxRows = 256;
 bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch);
 // Warps per geqr2 CTA: one per column up to 32, at least 8.
 int panel_warps(int ncols);

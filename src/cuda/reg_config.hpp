@@ -12,8 +12,8 @@ struct RegShape {
   int col_tiles;
   int max_warps;
 };
-inline constexpr RegShape kRegShapes[] = {{2, 1, 16}, {4, 1, 16}, {8, 1, 16},  {16, 1, 16}, {32, 1, 16}, {64, 1, 8},
-                                          {32, 1, 32}, {4, 2, 16}, {8, 2, 16},  {16, 2, 16}, {32, 2, 16}};
+inline constexpr RegShape kRegShapes[] = {{2, 1, 16},  {4, 1, 16},  {8, 1, 16},  {16, 1, 16}, {32, 1, 16},
+                                          {32, 1, 32}, {4, 2, 16},  {8, 2, 16},  {16, 2, 16}, {32, 2, 16}};
 inline constexpr int kMaxRegColTiles = 2;
 
 }  // namespace batchqr::cuda
