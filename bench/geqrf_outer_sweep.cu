@@ -4,12 +4,11 @@
 // outer_width() in policy.cu rests on measurements. Not part of the library.
 //
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--panel-rows R]
-//                     [--warp-panel 0|1] [m n batch]...   (default: a built-in list)
+//                     [m n batch]...                  (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
 // --fused-update: one-level plans apply panels with larfb_fused (1) or cuBLAS (0), not
 // as the policy picks (column "fu" shows what ran); --panel-rows: register panels take
-// R rows per warp wherever a compiled shape of that R holds them; --warp-panel: one-warp
-// panels (geqr2_warp_panel) never (0) or wherever they fit (1).
+// R rows per warp wherever a compiled shape of that R holds them.
 // Each width is timed with the look-ahead (side stream) and without it ("-").
 #include <cuda_runtime.h>
 
@@ -51,7 +50,7 @@ int main(int argc, char** argv) {
   std::vector<int> widths = {32, 64, 96, 128};
   int reps = 5;
   int fused = -1;
-  PanelHints panel;
+  int panel_rows = 0;
   for (int i = 1; i < argc;) {
     const std::string arg = argv[i];
     if (arg == "--outer" && i + 1 < argc) {
@@ -61,10 +60,7 @@ int main(int argc, char** argv) {
       fused = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
       i += 2;
     } else if (arg == "--panel-rows" && i + 1 < argc) {
-      panel.rows_per_warp = std::atoi(argv[i + 1]);
-      i += 2;
-    } else if (arg == "--warp-panel" && i + 1 < argc) {
-      panel.one_warp = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
+      panel_rows = std::atoi(argv[i + 1]);
       i += 2;
     } else if (arg == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[i + 1]));
@@ -74,8 +70,7 @@ int main(int argc, char** argv) {
       i += 3;
     } else {
       std::fprintf(stderr,
-                   "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--panel-rows R] "
-                   "[--warp-panel 0|1] [m n batch]...\n");
+                   "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--panel-rows R] [m n batch]...\n");
       return 2;
     }
   }
@@ -122,7 +117,7 @@ int main(int argc, char** argv) {
       hints.outer_nb = outer;
       hints.look_ahead = variant % 2 == 0 ? 1 : 0;
       hints.fused_update = fused;
-      hints.panel = panel;
+      hints.panel_rows_per_warp = panel_rows;
       const GeqrfPlan plan = make_plan(dev, d, hints);
       if (plan.algorithm != Algorithm::blocked || plan.outer_nb != outer) continue;
       void* ws = nullptr;

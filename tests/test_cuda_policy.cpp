@@ -9,7 +9,6 @@
 
 #include "batchqr/batchqr.hpp"
 #include "cuda/geqr2_warp_launch.hpp"
-#include "cuda/geqr2_warp_panel_launch.hpp"
 #include "cuda/larft_merge.hpp"
 #include "cuda/policy.hpp"
 #include "test_util.hpp"
@@ -90,12 +89,6 @@ void expect_valid_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
   for (int j0 = 0; j0 < k; j0 += plan.nb) {
     const int jb = std::min(plan.nb, k - j0), rows = m - j0;
     const PanelPlan pp = panel_plan(dev, rows, jb, jb, n - j0 - jb > 0, plan.batch_chunk);
-    if (pp.warp_rows > 0) {  // one warp per panel: it holds every row, at most 32 columns
-      EXPECT_GE(pp.warp_rows, rows);
-      EXPECT_EQ(pp.warp_rows, warp_panel_rows(rows, jb));
-      EXPECT_LE(jb, 32);
-      continue;
-    }
     if (pp.reg.rows_per_warp > 0) {
       expect_valid_reg(pp.reg, rows, jb);
       EXPECT_EQ(pp.reg.col_tiles, 1);
@@ -172,30 +165,16 @@ TEST(CudaPolicy, LargeMatricesUseTwoLevelBlocking) {
 TEST(CudaPolicy, ForcedPanelRowsPerWarpWhereAShapeHoldsThePanel) {
   const DeviceInfo dev = h200();
   PlanHints hints;
-  hints.panel.rows_per_warp = 16;
+  hints.panel_rows_per_warp = 16;
   const GeqrfPlan plan = make_plan(dev, make_geqrf_desc(256, 256, 1000), hints);
-  EXPECT_EQ(plan.panel.rows_per_warp, 16);
+  EXPECT_EQ(plan.panel_rows_per_warp, 16);
   EXPECT_EQ(panel_plan(dev, 256, 32, 32, true, 1000).reg.rows_per_warp, 32);  // the policy's
-  const PanelPlan forced = panel_plan(dev, 256, 32, 32, true, 1000, plan.panel);
+  const PanelPlan forced = panel_plan(dev, 256, 32, 32, true, 1000, plan.panel_rows_per_warp);
   EXPECT_EQ(forced.reg.rows_per_warp, 16);
   EXPECT_EQ(forced.reg.warps, 16);
   // No 16-row shape holds 512 rows: the policy's choice.
-  EXPECT_EQ(panel_plan(dev, 512, 32, 32, true, 1000, plan.panel).reg.rows_per_warp,
+  EXPECT_EQ(panel_plan(dev, 512, 32, 32, true, 1000, 16).reg.rows_per_warp,
             panel_plan(dev, 512, 32, 32, true, 1000).reg.rows_per_warp);
-}
-
-TEST(CudaPolicy, OneWarpPanelsWhileTheBatchLeavesSmsIdle) {
-  const DeviceInfo dev = h200();
-  EXPECT_EQ(panel_plan(dev, 176, 32, 32, true, 40).warp_rows, 192);
-  EXPECT_EQ(panel_plan(dev, 16, 16, 16, false, 40).warp_rows, 64);
-  EXPECT_EQ(panel_plan(dev, 193, 32, 32, true, 40).warp_rows, 0);   // too tall
-  EXPECT_EQ(panel_plan(dev, 176, 32, 32, true, 132).warp_rows, 0);  // the batch fills the GPU
-  PanelHints hints;
-  hints.one_warp = 1;
-  EXPECT_EQ(panel_plan(dev, 100, 32, 32, true, 1000, hints).warp_rows, 128);
-  hints.one_warp = 0;
-  EXPECT_EQ(panel_plan(dev, 100, 32, 32, true, 40, hints).warp_rows, 0);
-  EXPECT_GT(panel_plan(dev, 100, 32, 32, true, 40, hints).reg.rows_per_warp, 0);
 }
 
 TEST(CudaPolicy, FusedUpdatesOnlyForOneLevelPlansBelowAFullGpu) {

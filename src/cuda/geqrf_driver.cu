@@ -9,7 +9,6 @@
 #include "cuda/geqr2.cuh"
 #include "cuda/geqr2_reg_launch.hpp"
 #include "cuda/geqr2_warp_launch.hpp"
-#include "cuda/geqr2_warp_panel_launch.hpp"
 #include "cuda/geqrf_device.hpp"
 #include "cuda/larfb.cuh"
 #include "cuda/larfb_fused.hpp"
@@ -175,12 +174,7 @@ Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args
                     float* tau, int j0, int jb, bool with_t, const PanelOut& out, std::int64_t nbat, cudaStream_t stream) {
   const GeqrfDesc& d = args.desc;
   const int rows = static_cast<int>(d.m) - j0;
-  const PanelPlan pp = panel_plan(dev, rows, jb, jb, with_t, nbat, plan.panel);
-  if (pp.warp_rows > 0) {
-    Geqr2RegArgs g = reg_args(d, a, tau, j0, rows, jb, jb);
-    if (with_t) set_outputs(g, out);
-    return launch_geqr2_warp_panel(d.layout, g, nbat, stream);
-  }
+  const PanelPlan pp = panel_plan(dev, rows, jb, jb, with_t, nbat, plan.panel_rows_per_warp);
   if (pp.reg.rows_per_warp > 0) {
     Geqr2RegArgs g = reg_args(d, a, tau, j0, rows, jb, jb);
     if (with_t) set_outputs(g, out);

@@ -5,7 +5,6 @@
 #include "cuda/geqr2.cuh"
 #include "cuda/geqr2_reg.cuh"
 #include "cuda/geqr2_warp_launch.hpp"
-#include "cuda/geqr2_warp_panel_launch.hpp"
 #include "cuda/larfb.cuh"
 #include "cuda/larft_merge.hpp"
 #include "cuda/policy.hpp"
@@ -61,18 +60,11 @@ RegConfig reg_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t ba
 }
 
 PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool with_t, std::int64_t batch,
-                     const PanelHints& hints) {
+                     int force_rows_per_warp) {
   const std::size_t budget = dev.smem_per_block_optin;
   PanelPlan p;
-  // While the batch leaves SMs idle, a panel of at most 192 rows goes to one warp: no CTA
-  // barrier or cross-warp sum per column (docs/perf-notes.md v7).
-  const bool one_warp = hints.one_warp >= 0 ? hints.one_warp != 0 : batch < dev.sm_count;
-  if (one_warp && hints.rows_per_warp == 0 && nrefl == ncols) {
-    p.warp_rows = warp_panel_rows(rows, ncols);
-    if (p.warp_rows > 0) return p;
-  }
   if (ncols <= kMaxPanelWidth) {
-    p.reg = reg_config(dev, rows, ncols, batch, hints.rows_per_warp);
+    p.reg = reg_config(dev, rows, ncols, batch, force_rows_per_warp);
     if (p.reg.rows_per_warp > 0) {
       p.smem_bytes = geqr2_reg_smem_bytes(p.reg.warps, p.reg.max_warps, p.reg.rows_per_warp, p.reg.col_tiles);
       return p;
@@ -160,7 +152,7 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
   plan.algorithm = Algorithm::blocked;
   plan.trailing = dev.tf32x3 ? Trailing::mma_tf32x3 : Trailing::gemm;
   plan.nb = std::min(kMaxPanelWidth, k);
-  plan.panel = hints.panel;
+  plan.panel_rows_per_warp = hints.panel_rows_per_warp;
   if (plan.trailing == Trailing::gemm) {
     int outer = hints.outer_nb > 0 ? hints.outer_nb : outer_width(m, n, d.batch);
     outer = std::max(plan.nb, std::min({outer, kMaxOuterWidth, k}) / plan.nb * plan.nb);

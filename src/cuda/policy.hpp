@@ -28,19 +28,11 @@ struct RegConfig {
 
 // One of kRegShapes (reg_config.hpp) for a rows x ncols panel or matrix, or none
 // (rows_per_warp == 0): at most 64 columns and 1024 rows (one column tile) or 512 (two).
-// force_rows_per_warp > 0 (tuning clients, PanelHints): a shape with that R where one
+// force_rows_per_warp > 0 (tuning clients, PlanHints): a shape with that R where one
 // holds the panel, else the policy's.
 RegConfig reg_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch, int force_rows_per_warp = 0);
 
-// Overrides of the panel-kernel choice, for tuning clients (bench/); the defaults mean
-// "the policy's".
-struct PanelHints {
-  int rows_per_warp = 0;  // register panels: this R where a compiled shape of it holds the panel
-  int one_warp = -1;      // 0 / 1: one-warp panels (geqr2_warp_panel.cuh) never / wherever they fit
-};
-
 struct PanelPlan {
-  int warp_rows = 0;     // > 0: geqr2_warp_panel_kernel with this many rows per lane
   RegConfig reg;         // reg.rows_per_warp > 0: geqr2_reg_kernel; else geqr2_kernel below
   int warps = 8;         // per CTA: 8, 16 or 32 (warp w owns columns w, w + warps, ...)
   int cluster = 1;       // CTAs per matrix
@@ -75,7 +67,7 @@ struct GeqrfPlan {
   // gemm, one level: each 32-column panel's update is one larfb_fused launch (larfb_fused.hpp)
   // instead of three cuBLAS products, where the panel allows it (32 reflectors, aligned V^T)
   bool fused_update = false;
-  PanelHints panel;              // as PlanHints gave them (panel_plan() decides per panel)
+  int panel_rows_per_warp = 0;   // register panels: R as forced by PlanHints; 0: the policy's per panel
   std::int64_t batch_chunk = 1;  // matrices per pass; bounds the workspace
   // Workspace per matrix, in floats:
   std::size_t t_floats = 0;      // T factor (outer_nb^2 for gemm)
@@ -92,7 +84,7 @@ struct PlanHints {
   int outer_nb = 0;
   int look_ahead = -1;  // 0 / 1: off / on; -1: the policy's
   int fused_update = -1;  // 0 / 1: off / on (one-level plans only); -1: the policy's
-  PanelHints panel;       // the blocked path's panel kernels
+  int panel_rows_per_warp = 0;  // register panels of the blocked path: this R where it fits
 };
 
 // cuBLAS workspace handed to the library for each call (its recommendation for Hopper),
@@ -111,7 +103,7 @@ inline constexpr int kMinSplitRows = 256;
 
 // Shared-memory layout of one panel (rows x ncols) split over `cluster` CTAs.
 PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool with_t,
-                     std::int64_t batch, const PanelHints& hints = {});
+                     std::int64_t batch, int force_rows_per_warp = 0);
 LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int tiles);
 GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& desc, const PlanHints& hints = {});
 // The policy's outer block width for the gemm trailing update (see GeqrfPlan::outer_nb).
