@@ -76,12 +76,15 @@ if [ $run_san = 1 ]; then
     --gtest_filter='*TallAndWide*:*ZeroMatrix*:*NaNStays*:*PaddedStrides*:*ExtremeScales*:*EveryKernelPath/fp32:*TwoLevelBlocking/fp32' >>"$L" 2>&1
   note "memcheck (GPU tests: every kernel path): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   if [ $run_race = 1 ]; then
-    # Shared-memory races: the warp kernel (n = 20), the fused register kernel (n = 64) and
-    # the blocked path's panels and larfb_fused updates (n = 100, batch 1; racecheck is too
-    # slow for larger n, and took more than 50 s for this case alone in v6).
-    timeout 200 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/batchqr" bench --no-baselines \
-      --no-validate --rounds 1 --case batch=2,n=20 --case batch=1,n=64 --case batch=1,n=100 >>"$L" 2>&1
-    note "racecheck (3 cases): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
+    # Shared-memory races: the warp kernel (n = 20), the fused register kernel (n = 64), and
+    # the blocked path's register panels with larfb_fused updates (100 x 100, one call per
+    # variant of geqrf_outer_sweep: the CLI factors 50 inputs per case, too slow here).
+    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/batchqr" bench --no-baselines \
+      --no-validate --rounds 1 --case batch=2,n=20 --case batch=1,n=64 >>"$L" 2>&1
+    note "racecheck (warp and fused kernels): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
+    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 32 \
+      --fused-update 1 --reps 1 100 100 2 >>"$L" 2>&1
+    note "racecheck (blocked, larfb_fused): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
   fi
 fi
 
