@@ -11,10 +11,11 @@
 //                warp's slice of shared memory (no barrier: a warp reads only its rows);
 //                each lane forms its partial D_c = u^T a_c, for c = j too (= ||u||^2);
 //                the warp holding row j also shares that row              -> barrier
-//            (b) every warp sums the partials (slot-major: a column's partials are
-//                contiguous, read as float4) in the same order, so all form the same
-//                ss = D_j, alpha = a_j(j), beta, tau and scale = 1 / (alpha - beta)
-//                (LAPACK slarfg), and w_c = v_j^T a_c = a_c(j) + scale * D_c;
+//            (b) every lane sums the partials of its columns (slot-major: a column's
+//                partials are contiguous, read as float4) in a fixed order, and takes
+//                ss = D_j from the owner lane, so every warp forms the same alpha = a_j(j),
+//                beta, tau and scale = 1 / (alpha - beta) (LAPACK slarfg), and
+//                w_c = v_j^T a_c = a_c(j) + scale * D_c;
 //            (c) a_c -= tau w_c v_j with v_j = scale * u (unit at row j); the owner lane
 //                stores v_j in column j.
 //
@@ -240,7 +241,21 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
       __syncthreads();
 
       // --- (b) the reflector and w (every warp alike) --------------------------------------
-      const float ss = sum_partials(dot, j);
+      // Each lane sums the partials of its own columns once; ss (column j's sum) comes from
+      // the owner lane by a shuffle, the same bits as summing it here, but the sums of the
+      // reflector and of w no longer follow each other on the critical path.
+      float dsum[CT];
+#pragma unroll
+      for (int t = 0; t < CT; ++t) {
+        dsum[t] = 0.0f;
+        if (t * 32 + 31 < j && !want_t) continue;
+        dsum[t] = sum_partials(dot, t * 32 + lane);
+      }
+      float dj = dsum[0];
+#pragma unroll
+      for (int t = 1; t < CT; ++t)
+        if (t == jt) dj = dsum[t];
+      const float ss = __shfl_sync(0xffffffffu, dj, jl);
       const float alpha = row[j];
       float tau = 0.0f, beta = alpha, scale = 0.0f;
       bool slow = !(ss >= 0x1p-100f && ss <= FLT_MAX);
@@ -256,8 +271,7 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
       for (int t = 0; t < CT; ++t) {
         w[t] = 0.0f;
         if (t * 32 + 31 < j && !want_t) continue;
-        const int c = t * 32 + lane;
-        w[t] = fmaf(scale, sum_partials(dot, c), row[c]);
+        w[t] = fmaf(scale, dsum[t], row[t * 32 + lane]);
         bad |= !isfinite(w[t]);
       }
       slow = slow || __any_sync(0xffffffffu, bad);  // the same in every warp: same data, same order
