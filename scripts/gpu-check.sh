@@ -142,4 +142,7 @@ echo
 echo "================ summary ================"
 cat "$S"
 sed -n '/^case/,$p' "$OUT/qr_v2.txt"
-(cd "$OUT" && ls ./*.log ./*.txt 2>/dev/null | grep -v summary.txt | xargs -r tar czf logs.tar.gz --remove-files)
+shopt -s nullglob
+logs=()
+for f in "$OUT"/*.log "$OUT"/*.txt; do [ "$(basename "$f")" = summary.txt ] || logs+=("$(basename "$f")"); done
+[ ${#logs[@]} -eq 0 ] || tar czf "$OUT/logs.tar.gz" -C "$OUT" --remove-files "${logs[@]}"
