@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
       i += 3;
     } else {
       std::fprintf(stderr,
-                   "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--panel-rows R] [m n batch]...\n");
+                   "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--panel-rows R] "
+                   "[m n batch]...\n");
       return 2;
     }
   }
