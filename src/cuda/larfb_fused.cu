@@ -23,6 +23,18 @@ __device__ __forceinline__ void stage_v(const float* vt, std::int64_t vt_ld, int
   }
 }
 
+// A 16-byte-aligned row of NB floats in shared memory into registers, as float4 loads.
+__device__ __forceinline__ void load_row(const float* src, float (&dst)[NB]) {
+#pragma unroll
+  for (int k4 = 0; k4 < NB; k4 += 4) {
+    const float4 f = *reinterpret_cast<const float4*>(src + k4);
+    dst[k4] = f.x;
+    dst[k4 + 1] = f.y;
+    dst[k4 + 2] = f.z;
+    dst[k4 + 3] = f.w;
+  }
+}
+
 // Each CTA: one matrix, one tile of up to 32 columns of C, all rows in steps of RC.
 //   W  (32 x 32): thread (w, l) owns W[4w .. 4w + 3][l], summed over the staged rows;
 //   W2 = T^T W in shared memory (stored transposed, sWt[c][k]);
@@ -88,30 +100,12 @@ __global__ void __launch_bounds__(NT) larfb_fused_kernel(const LarfbOperands p) 
   // row-major: it keeps column t % 32 of W2 in registers and walks 8 rows.
   const int fixed = kCol ? tid % RC : tid % TN;
   float keep[NB];
-  if constexpr (!kCol) {
-#pragma unroll
-    for (int k4 = 0; k4 < NB; k4 += 4) {
-      const float4 f = *reinterpret_cast<const float4*>(&sWt[fixed][k4]);
-      keep[k4] = f.x;
-      keep[k4 + 1] = f.y;
-      keep[k4 + 2] = f.z;
-      keep[k4 + 3] = f.w;
-    }
-  }
+  if constexpr (!kCol) load_row(&sWt[fixed][0], keep);
   for (int r0 = 0; r0 < p.rows; r0 += RC) {
     const int rn = min(RC, p.rows - r0);
     stage_v(vt, p.vt_ld, r0, rn, sV);
     __syncthreads();
-    if constexpr (kCol) {
-#pragma unroll
-      for (int k4 = 0; k4 < NB; k4 += 4) {
-        const float4 f = *reinterpret_cast<const float4*>(&sV[fixed][k4]);
-        keep[k4] = f.x;
-        keep[k4 + 1] = f.y;
-        keep[k4 + 2] = f.z;
-        keep[k4 + 3] = f.w;
-      }
-    }
+    if constexpr (kCol) load_row(&sV[fixed][0], keep);
 #pragma unroll 2
     for (int q = 0; q < RC * TN / NT; ++q) {
       const int r = kCol ? fixed : tid / TN + q * (NT / TN);
