@@ -149,12 +149,14 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
       a[t][i] = (r < p.rows && c < p.ncols) ? Ap(r, c) : 0.0f;
     }
 
-  // Partial dots of this warp's rows with u, for every column a lane holds that is still
-  // needed: right of j, or left of j for G.
+  // Whether tile t of a lane's columns takes part in step j: it holds columns right of j,
+  // or left of j, which G needs.
+  auto needed = [&](int t, int j) { return t * 32 + 31 >= j || want_t; };
+  // Partial dots of this warp's rows with u, for every column a lane holds that is needed.
   auto partial_dots = [&](int j, float* dot) {
 #pragma unroll
     for (int t = 0; t < CT; ++t) {
-      if (t * 32 + 31 < j && !want_t) continue;
+      if (!needed(t, j)) continue;
       float d0 = 0.0f, d1 = 0.0f;
 #pragma unroll
       for (int i = 0; i < R; i += kVec) {
@@ -171,7 +173,7 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
   auto zero_dots = [&](int j, float* dot) {
 #pragma unroll
     for (int t = 0; t < CT; ++t) {
-      if (t * 32 + 31 < j && !want_t) continue;
+      if (!needed(t, j)) continue;
       dot[(t * 32 + lane) * kDs + warp] = 0.0f;
     }
   };
@@ -248,7 +250,7 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
 #pragma unroll
       for (int t = 0; t < CT; ++t) {
         dsum[t] = 0.0f;
-        if (t * 32 + 31 < j && !want_t) continue;
+        if (!needed(t, j)) continue;
         dsum[t] = sum_partials(dot, t * 32 + lane);
       }
       float dj = dsum[0];
@@ -270,7 +272,7 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
 #pragma unroll
       for (int t = 0; t < CT; ++t) {
         w[t] = 0.0f;
-        if (t * 32 + 31 < j && !want_t) continue;
+        if (!needed(t, j)) continue;
         w[t] = fmaf(scale, dsum[t], row[t * 32 + lane]);
         bad |= !isfinite(w[t]);
       }
@@ -309,7 +311,7 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
         __syncthreads();
 #pragma unroll
         for (int t = 0; t < CT; ++t) {
-          if (t * 32 + 31 < j && !want_t) continue;
+          if (!needed(t, j)) continue;
           const int c = t * 32 + lane;
           w[t] = tau != 0.0f ? sum_partials(dot, c) + row[c] : row[c];
         }

@@ -8,7 +8,9 @@
 namespace batchqr::cuda {
 namespace {
 
-constexpr int NB = 32, TN = kLarfbFusedTile, NT = kLarfbFusedWarps * 32;
+constexpr int NB = 32;   // reflectors per panel
+constexpr int TN = 32;   // columns of C per CTA
+constexpr int NT = 256;  // threads per CTA
 constexpr int RC = 64;   // rows of V and C staged per step
 constexpr int LDC = 33;  // sC row stride: conflict-free staging in either layout
 constexpr int LDV = 36;  // sV / sWt row stride: float4-aligned, conflict-free float4 reads

@@ -20,9 +20,6 @@
 
 namespace batchqr::cuda {
 
-inline constexpr int kLarfbFusedTile = 32;   // columns of C per CTA
-inline constexpr int kLarfbFusedWarps = 8;
-
 // The kernel reads rows of V as float4: it takes panels of exactly 32 reflectors with
 // vt_ld and vt_stride multiples of 4 and vt 16-byte aligned, and a grid of at most
 // INT_MAX CTAs. Other updates go to larfb_gemm (the driver decides per update).
