@@ -4,11 +4,12 @@
 // outer_width() in policy.cu rests on measurements. Not part of the library.
 //
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--panel-rows R]
-//                     [m n batch]...                  (default: a built-in list)
+//                     [--reg-cluster 0|1] [m n batch]...   (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
 // --fused-update: one-level plans apply panels with larfb_fused (1) or cuBLAS (0), not
 // as the policy picks (column "fu" shows what ran); --panel-rows: register panels take
-// R rows per warp wherever a compiled shape of that R holds them.
+// R rows per warp wherever a compiled shape of that R holds them; --reg-cluster: panels of
+// more than 1024 rows in the registers of a cluster (1) or in geqr2_kernel (0).
 // Each width is timed with the look-ahead (side stream) and without it ("-").
 #include <cuda_runtime.h>
 
@@ -50,7 +51,7 @@ int main(int argc, char** argv) {
   std::vector<int> widths = {32, 64, 96, 128};
   int reps = 5;
   int fused = -1;
-  int panel_rows = 0;
+  PanelHints panel;
   for (int i = 1; i < argc;) {
     const std::string arg = argv[i];
     if (arg == "--outer" && i + 1 < argc) {
@@ -60,7 +61,10 @@ int main(int argc, char** argv) {
       fused = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
       i += 2;
     } else if (arg == "--panel-rows" && i + 1 < argc) {
-      panel_rows = std::atoi(argv[i + 1]);
+      panel.rows_per_warp = std::atoi(argv[i + 1]);
+      i += 2;
+    } else if (arg == "--reg-cluster" && i + 1 < argc) {
+      panel.reg_cluster = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
       i += 2;
     } else if (arg == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[i + 1]));
@@ -71,7 +75,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--panel-rows R] "
-                   "[m n batch]...\n");
+                   "[--reg-cluster 0|1] [m n batch]...\n");
       return 2;
     }
   }
@@ -118,7 +122,7 @@ int main(int argc, char** argv) {
       hints.outer_nb = outer;
       hints.look_ahead = variant % 2 == 0 ? 1 : 0;
       hints.fused_update = fused;
-      hints.panel_rows_per_warp = panel_rows;
+      hints.panel = panel;
       const GeqrfPlan plan = make_plan(dev, d, hints);
       if (plan.algorithm != Algorithm::blocked || plan.outer_nb != outer) continue;
       void* ws = nullptr;

@@ -113,9 +113,10 @@ TEST_P(Gpu, EveryDistribution) {
 // the batch are unaffected.
 TEST_P(Gpu, ExtremeScalesTakeTheCarefulPath) {
   const float scales[] = {1.0f, 1e-30f, 1e30f, 1e-18f, 1e18f, 1e-35f};
-  for (int n : {24, 48, 200})
+  // 1500 x 40: panels of more than 1024 rows (a cluster's registers, or geqr2_kernel)
+  for (auto [m, n] : {std::pair{24, 24}, {48, 48}, {200, 200}, {1500, 40}})
     for (Layout layout : {Layout::row_major, Layout::col_major}) {
-      const GeqrfDesc d = make_geqrf_desc(n, n, 6, layout);
+      const GeqrfDesc d = make_geqrf_desc(m, n, 6, layout);
       const std::uint64_t seed = test::fresh_seed();
       auto a = test::generate_batch(d, Distribution::dense, 1.0, seed);
       for (int b = 0; b < 6; ++b)
@@ -136,7 +137,7 @@ TEST_P(Gpu, ManySizesRandomBatches) {
 
 TEST_P(Gpu, TallAndWide) {
   for (auto [m, n] : {std::pair{300, 640}, {100, 777}, {4, 3000}, {777, 100}, {3000, 4}, {2048, 64}, {1, 50},
-                      {50, 1}, {513, 512}, {512, 513}})
+                      {50, 1}, {513, 512}, {512, 513}, {6000, 40}, {1100, 33}})
     for (Layout layout : {Layout::row_major, Layout::col_major})
       expect_accurate(make_geqrf_desc(m, n, 2, layout), Distribution::dense, 1.0);
 }

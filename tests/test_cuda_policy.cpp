@@ -32,8 +32,15 @@ void expect_valid_reg(const RegConfig& rc, int rows, int ncols) {
   for (const RegShape& s : kRegShapes)
     compiled |= s.rows_per_warp == rc.rows_per_warp && s.col_tiles == rc.col_tiles && s.max_warps == rc.max_warps;
   EXPECT_TRUE(compiled) << "R=" << rc.rows_per_warp << " CT=" << rc.col_tiles;
-  EXPECT_GE(rc.warps * rc.rows_per_warp, rows);
-  EXPECT_LT((rc.warps - 1) * rc.rows_per_warp, rows) << "a warp with no rows";
+  EXPECT_GE(rc.cluster * rc.warps * rc.rows_per_warp, rows);
+  if (rc.cluster == 1) {
+    EXPECT_LT((rc.warps - 1) * rc.rows_per_warp, rows) << "a warp with no rows";
+  } else {
+    EXPECT_LE(rc.cluster, kMaxCluster);
+    EXPECT_EQ(rc.col_tiles, 1);
+    EXPECT_GE(rc.warps * rc.rows_per_warp, 128) << "row j of every reflector must lie in rank 0";
+    EXPECT_LT((rc.cluster - 1) * rc.warps * rc.rows_per_warp, rows) << "a CTA with no rows";
+  }
   EXPECT_GE(32 * rc.col_tiles, ncols);
   EXPECT_LE(rc.warps, rc.max_warps);
 }
@@ -165,16 +172,43 @@ TEST(CudaPolicy, LargeMatricesUseTwoLevelBlocking) {
 TEST(CudaPolicy, ForcedPanelRowsPerWarpWhereAShapeHoldsThePanel) {
   const DeviceInfo dev = h200();
   PlanHints hints;
-  hints.panel_rows_per_warp = 16;
+  hints.panel.rows_per_warp = 16;
   const GeqrfPlan plan = make_plan(dev, make_geqrf_desc(256, 256, 1000), hints);
-  EXPECT_EQ(plan.panel_rows_per_warp, 16);
+  EXPECT_EQ(plan.panel.rows_per_warp, 16);
   EXPECT_EQ(panel_plan(dev, 256, 32, 32, true, 1000).reg.rows_per_warp, 32);  // the policy's
-  const PanelPlan forced = panel_plan(dev, 256, 32, 32, true, 1000, plan.panel_rows_per_warp);
+  const PanelPlan forced = panel_plan(dev, 256, 32, 32, true, 1000, plan.panel);
   EXPECT_EQ(forced.reg.rows_per_warp, 16);
   EXPECT_EQ(forced.reg.warps, 16);
   // No 16-row shape holds 512 rows: the policy's choice.
-  EXPECT_EQ(panel_plan(dev, 512, 32, 32, true, 1000, 16).reg.rows_per_warp,
+  EXPECT_EQ(panel_plan(dev, 512, 32, 32, true, 1000, plan.panel).reg.rows_per_warp,
             panel_plan(dev, 512, 32, 32, true, 1000).reg.rows_per_warp);
+}
+
+TEST(CudaPolicy, TallPanelsInTheRegistersOfACluster) {
+  const DeviceInfo dev = h200();
+  for (int rows : {1025, 1100, 2048, 2049, 3000, 4096, 4097, 6000, 8192}) {
+    const RegConfig rc = reg_cluster_config(dev, rows, 32);
+    expect_valid_reg(rc, rows, 32);
+    EXPECT_GT(rc.cluster, 1) << rows;
+  }
+  EXPECT_EQ(reg_cluster_config(dev, 4096, 32).cluster, 8);
+  EXPECT_EQ(reg_cluster_config(dev, 4096, 32).rows_per_warp, 32);
+  EXPECT_EQ(reg_cluster_config(dev, 4096, 32).max_warps, 16);
+  EXPECT_EQ(reg_cluster_config(dev, 2048, 32).cluster, 8);
+  EXPECT_EQ(reg_cluster_config(dev, 2048, 32).rows_per_warp, 16);
+  EXPECT_EQ(reg_cluster_config(dev, 1100, 32).cluster, 8);
+  EXPECT_EQ(reg_cluster_config(dev, 2048, 32, 32).cluster, 4);  // forced R = 32
+  EXPECT_EQ(reg_cluster_config(dev, 2048, 32, 32).rows_per_warp, 32);
+  EXPECT_EQ(reg_cluster_config(dev, 8192, 32).max_warps, 32);
+  EXPECT_EQ(reg_cluster_config(dev, 8193, 32).rows_per_warp, 0);  // past 8 x 1024 rows
+  EXPECT_EQ(reg_cluster_config(dev, 1024, 32).rows_per_warp, 0);  // one CTA holds it
+  DeviceInfo old = dev;
+  old.cluster_launch = false;
+  EXPECT_EQ(reg_cluster_config(old, 4096, 32).rows_per_warp, 0);
+  PanelHints off;
+  off.reg_cluster = 0;
+  EXPECT_EQ(panel_plan(dev, 4096, 32, 32, true, 2, off).reg.rows_per_warp, 0);  // geqr2_kernel
+  EXPECT_EQ(panel_plan(dev, 4096, 32, 32, true, 2).reg.cluster, 8);
 }
 
 TEST(CudaPolicy, FusedUpdatesOnlyForOneLevelPlansBelowAFullGpu) {

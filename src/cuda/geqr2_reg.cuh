@@ -35,6 +35,8 @@
 // zeros above) for the GEMM trailing update.
 #pragma once
 
+#include <cooperative_groups.h>
+
 #include <cfloat>
 #include <cstdint>
 #include <type_traits>
@@ -62,6 +64,7 @@ struct Geqr2RegArgs {
   int rows;                 // m - j0
   int ncols;                // columns held and updated (>= nrefl)
   int nrefl;                // reflectors to form
+  int cluster = 1;          // CTAs per matrix (kernel variant kCluster): CTA q holds rows q*W*R ..
 };
 
 // Dot partials are stored column by column, one slot per warp of the launch bounds: a
@@ -69,12 +72,15 @@ struct Geqr2RegArgs {
 // 4 that is not a multiple of 8, keeps those loads free of bank conflicts.
 __host__ __device__ constexpr int geqr2_reg_dot_slots(int max_warps) { return max_warps + 4; }
 
-__host__ __device__ constexpr std::size_t geqr2_reg_smem_bytes(int warps, int max_warps, int R, int CT) {
+__host__ __device__ constexpr std::size_t geqr2_reg_smem_bytes(int warps, int max_warps, int R, int CT,
+                                                               bool cluster = false) {
   // dot partials (two buffers of 32*CT columns x slots), u per warp (W x R), the shared row
-  // (two buffers of 32*CT), tau (32*CT), Gram/T (32 x 33), then FP64 norm partials (W)
+  // (two buffers of 32*CT), tau (32*CT), Gram/T (32 x 33), then FP64 norm partials (W);
+  // in a cluster also the CTA's column sums (two buffers of 32*CT) and its FP64 norm
   return sizeof(float) * (2 * static_cast<std::size_t>(32 * CT) * geqr2_reg_dot_slots(max_warps) +
-                          static_cast<std::size_t>(warps) * R + 2 * 32 * CT + 32 * CT + kMaxPanelWidth * kGramLd) +
-         sizeof(double) * (static_cast<std::size_t>(warps) + 1);
+                          static_cast<std::size_t>(warps) * R + 2 * 32 * CT + 32 * CT + kMaxPanelWidth * kGramLd +
+                          (cluster ? 2 * 32 * CT : 0)) +
+         sizeof(double) * (static_cast<std::size_t>(warps) + 1 + (cluster ? 1 : 0));
 }
 
 // f(std::integral_constant<int, k>) for a warp-uniform runtime k in [Lo, Hi): a binary
@@ -92,9 +98,17 @@ __device__ __forceinline__ void static_dispatch(int k, F&& f) {
 
 // One-tile shapes of up to 16 warps ask for two resident CTAs (64 registers per thread):
 // a column step is a chain of latencies, which a second CTA per SM overlaps.
-template <Layout L, int R, int CT, int MaxW>
+//
+// kCluster: a panel taller than one CTA holds is split over a thread-block cluster of
+// p.cluster CTAs, W * R rows each. Each CTA sums its warps' partials as above; the CTAs'
+// sums meet through distributed shared memory (one cluster barrier per column, sums in rank
+// order, so every CTA forms the same reflector), and rank 0 shares row j (the policy keeps
+// W * R >= 128 > j: row j is always in rank 0). One CTA barrier and one cluster barrier
+// per column.
+template <Layout L, int R, int CT, int MaxW, bool kCluster = false>
 __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) geqr2_reg_kernel(const Geqr2RegArgs p) {
   static_assert(R % 2 == 0, "the dot buffers alternate by the parity of j, which needs an even R");
+  static_assert(!kCluster || CT == 1, "clusters hold panels");
   constexpr int NC = 32 * CT;
   constexpr int kDs = geqr2_reg_dot_slots(MaxW);
   static_assert(kDs % 4 == 0 && kDs % 8 != 0, "float4-aligned, conflict-free slot stride");
@@ -102,7 +116,11 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
   const int W = blockDim.x >> 5;
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
-  const std::int64_t mat = blockIdx.x;
+  const int cs = kCluster ? p.cluster : 1;
+  const std::int64_t mat = blockIdx.x / cs;
+  const int rank = static_cast<int>(blockIdx.x - mat * cs);
+  const int rb = rank * W * R;                              // first panel row of this CTA
+  const int nrows = kCluster ? min(p.rows - rb, W * R) : p.rows;  // rows held here (may be <= 0)
 
   float* sDot = reinterpret_cast<float*>(smem_raw);  // [2][NC][kDs]: slot w of column c: warp w's partial
   float* sU = sDot + 2 * NC * kDs;                    // [W][R]: u (or v) of this warp's rows
@@ -111,6 +129,8 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
   float* sG = sTau + NC;                            // [32][kGramLd]
   double* sNorm64 = reinterpret_cast<double*>(
       reinterpret_cast<std::uintptr_t>(sG + kMaxPanelWidth * kGramLd + 1) & ~std::uintptr_t{7});
+  double* sCtaNorm = sNorm64 + W;                                 // kCluster: this CTA's FP64 norm
+  float* sCta = reinterpret_cast<float*>(sCtaNorm + 1);           // kCluster: [2][NC] this CTA's column sums
   const bool want_t = p.t_out != nullptr || p.vt_out != nullptr;
 
   // Slots of warps beyond this launch's W stay zero; a warp whose rows are all final
@@ -119,8 +139,8 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
     for (int w = W; w < kDs; ++w) sDot[i * kDs + w] = 0.0f;
 
   const MatrixView<L> A{p.a + mat * p.stride, p.ld};
-  const MatrixView<L> Ap = A.offset(p.j0, p.j0);
-  const int r0 = warp * R;  // first row of this warp
+  const MatrixView<L> Ap = A.offset(p.j0 + rb, p.j0);
+  const int r0 = warp * R;  // first row of this warp (in this CTA)
   float* u = sU + r0;
 
   // u is read as float4 (or float2) broadcasts.
@@ -146,7 +166,7 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
 #pragma unroll
     for (int i = 0; i < R; ++i) {
       const int r = r0 + i, c = t * 32 + lane;
-      a[t][i] = (r < p.rows && c < p.ncols) ? Ap(r, c) : 0.0f;
+      a[t][i] = (r < nrows && c < p.ncols) ? Ap(r, c) : 0.0f;
     }
 
   // Whether tile t of a lane's columns takes part in step j: it holds columns right of j,
@@ -192,9 +212,28 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
     }
     return (s.x + s.y) + (s.z + s.w);
   };
+  // kCluster: replaces d (this CTA's sums of the columns this lane holds) by the cluster's,
+  // summed in rank order so that every CTA gets the same bits. xc: this column's buffer.
+  // Every thread of every CTA calls it (it holds a cluster barrier).
+  auto cluster_sums = [&](float (&d)[CT], float* xc, int j) {
+    if constexpr (kCluster) {
+      cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+      if (warp == 0)
+#pragma unroll
+        for (int t = 0; t < CT; ++t) xc[t * 32 + lane] = d[t];
+      cluster.sync();  // also publishes rank 0's row j
+#pragma unroll
+      for (int t = 0; t < CT; ++t) {
+        if (!needed(t, j)) continue;
+        float s = 0.0f;
+        for (int q = 0; q < cs; ++q) s += cluster.map_shared_rank(xc, q)[t * 32 + lane];
+        d[t] = s;
+      }
+    }
+  };
 
   for (int jb = 0; jb < p.nrefl; jb += R) {
-    const int wlo = jb / R;          // the warp holding rows jb .. jb + R - 1
+    const int wlo = rank == 0 ? jb / R : -1;  // the warp holding rows jb .. jb + R - 1 (rank 0)
     const bool above = warp < wlo;   // every row of this warp is final (part of R)
     const bool bound = warp == wlo;  // this warp holds the rows j of this block
     // Unrolled for R <= 4; from R = 8 the unrolled loop spilled (two CTAs per SM leave 64
@@ -253,12 +292,17 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
         if (!needed(t, j)) continue;
         dsum[t] = sum_partials(dot, t * 32 + lane);
       }
+      float* xc = sCta + (jr & 1) * NC;
+      cluster_sums(dsum, xc, j);
+      // Row j: here, or (cluster) in rank 0's shared memory.
+      const float* rrow = row;
+      if constexpr (kCluster) rrow = cooperative_groups::this_cluster().map_shared_rank(row, 0);
       float dj = dsum[0];
 #pragma unroll
       for (int t = 1; t < CT; ++t)
         if (t == jt) dj = dsum[t];
       const float ss = __shfl_sync(0xffffffffu, dj, jl);
-      const float alpha = row[j];
+      const float alpha = rrow[j];
       float tau = 0.0f, beta = alpha, scale = 0.0f;
       bool slow = !(ss >= 0x1p-100f && ss <= FLT_MAX);
       if (!slow) {
@@ -273,7 +317,7 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
       for (int t = 0; t < CT; ++t) {
         w[t] = 0.0f;
         if (!needed(t, j)) continue;
-        w[t] = fmaf(scale, dsum[t], row[t * 32 + lane]);
+        w[t] = fmaf(scale, dsum[t], rrow[t * 32 + lane]);
         bad |= !isfinite(w[t]);
       }
       slow = slow || __any_sync(0xffffffffu, bad);  // the same in every warp: same data, same order
@@ -289,7 +333,14 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
         }
         __syncthreads();
         double s = 0.0;
-        for (int q = wlo; q < W; ++q) s += sNorm64[q];
+        for (int q = max(wlo, 0); q < W; ++q) s += sNorm64[q];
+        if constexpr (kCluster) {
+          cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+          if (threadIdx.x == 0) *sCtaNorm = s;
+          cluster.sync();
+          s = 0.0;
+          for (int q = 0; q < cs; ++q) s += *cluster.map_shared_rank(sCtaNorm, q);
+        }
         const double xnorm = sqrt(s), al = alpha;
         double scale64 = 0.0;
         if (xnorm != 0.0) {  // NaN goes here too
@@ -309,11 +360,19 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
           partial_dots(j, dot);
         }
         __syncthreads();
+        float d2[CT];
+#pragma unroll
+        for (int t = 0; t < CT; ++t) {
+          d2[t] = 0.0f;
+          if (!needed(t, j)) continue;
+          d2[t] = sum_partials(dot, t * 32 + lane);
+        }
+        cluster_sums(d2, xc, j);  // the fast path's readers of xc have passed the norm's barrier
 #pragma unroll
         for (int t = 0; t < CT; ++t) {
           if (!needed(t, j)) continue;
           const int c = t * 32 + lane;
-          w[t] = tau != 0.0f ? sum_partials(dot, c) + row[c] : row[c];
+          w[t] = tau != 0.0f ? d2[t] + rrow[c] : rrow[c];
         }
         vs = 1.0f;
       }
@@ -363,32 +422,36 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
 
   // --- larft: T from G and tau (warp 0) -----------------------------------------------------
   __syncthreads();
-  if (want_t && warp == 0) larft_warp(sG, sTau, p.nrefl, lane, p.t_out, p.t_stride, p.t_ld, mat);
+  if (want_t && warp == 0 && rank == 0) larft_warp(sG, sTau, p.nrefl, lane, p.t_out, p.t_stride, p.t_ld, mat);
 
   // --- write back: factors, tau, V^T --------------------------------------------------------
   // The base pointer is laundered so that the compiler recomputes the element addresses
   // here instead of keeping the load's R * CT 64-bit addresses live through the loop.
   float* base = p.a;
   asm volatile("" : "+l"(base));
-  const MatrixView<L> Aw = MatrixView<L>{base + mat * p.stride, p.ld}.offset(p.j0, p.j0);
+  const MatrixView<L> Aw = MatrixView<L>{base + mat * p.stride, p.ld}.offset(p.j0 + rb, p.j0);
 #pragma unroll
   for (int t = 0; t < CT; ++t)
 #pragma unroll
     for (int i = 0; i < R; ++i) {
       const int r = r0 + i, c = t * 32 + lane;
-      if (r < p.rows && c < p.ncols) Aw(r, c) = a[t][i];
+      if (r < nrows && c < p.ncols) Aw(r, c) = a[t][i];
     }
   if (p.vt_out != nullptr && lane < p.nrefl) {
-    float* Vt = p.vt_out + mat * p.vt_stride;
+    float* Vt = p.vt_out + mat * p.vt_stride + static_cast<std::int64_t>(rb) * p.vt_ld;
 #pragma unroll
     for (int i = 0; i < R; ++i) {
-      const int r = r0 + i;
-      if (r < p.rows) Vt[static_cast<std::int64_t>(r) * p.vt_ld + lane] = r > lane ? a[0][i] : (r == lane ? 1.0f : 0.0f);
+      const int r = r0 + i, rg = rb + r;  // rg: the row in the panel
+      if (r < nrows)
+        Vt[static_cast<std::int64_t>(r) * p.vt_ld + lane] = rg > lane ? a[0][i] : (rg == lane ? 1.0f : 0.0f);
     }
-    if (warp == 0)
+    if (warp == 0 && rank == 0)
       for (int r = -p.vt_pad; r < 0; ++r) Vt[static_cast<std::int64_t>(r) * p.vt_ld + lane] = 0.0f;
   }
-  for (int j = threadIdx.x; j < p.nrefl; j += blockDim.x) p.tau[mat * p.tau_stride + p.j0 + j] = sTau[j];
+  if (rank == 0)
+    for (int j = threadIdx.x; j < p.nrefl; j += blockDim.x) p.tau[mat * p.tau_stride + p.j0 + j] = sTau[j];
+  // No CTA may leave while another still reads its shared memory.
+  if constexpr (kCluster) cooperative_groups::this_cluster().sync();
 }
 
 }  // namespace batchqr::cuda

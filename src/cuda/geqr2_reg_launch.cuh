@@ -14,12 +14,41 @@ Status launch_config(const Geqr2RegArgs& args, const RegConfig& rc, std::int64_t
   return Status::success;
 }
 
+// A panel split over a cluster of rc.cluster CTAs (geqr2_reg_kernel's kCluster variant).
+template <Layout L, int R, int MaxW>
+Status launch_cluster_config(const Geqr2RegArgs& args, const RegConfig& rc, std::int64_t batch, cudaStream_t stream) {
+  Geqr2RegArgs a = args;
+  a.cluster = rc.cluster;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(batch * rc.cluster));
+  cfg.blockDim = dim3(rc.warps * 32);
+  cfg.dynamicSmemBytes = geqr2_reg_smem_bytes(rc.warps, MaxW, R, 1, true);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = static_cast<unsigned>(rc.cluster);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&cfg, geqr2_reg_kernel<L, R, 1, MaxW, true>, a));
+  return Status::success;
+}
+
 constexpr int key(int R, int CT, int max_warps) { return (CT * 100 + R) * 100 + max_warps; }
 
 }  // namespace
 
 template <Layout L>
 Status launch_geqr2_reg(const Geqr2RegArgs& args, const RegConfig& rc, std::int64_t batch, cudaStream_t stream) {
+  if (rc.cluster > 1) {
+    switch (key(rc.rows_per_warp, rc.col_tiles, rc.max_warps)) {
+      case key(16, 1, 16): return launch_cluster_config<L, 16, 16>(args, rc, batch, stream);
+      case key(32, 1, 16): return launch_cluster_config<L, 32, 16>(args, rc, batch, stream);
+      case key(32, 1, 32): return launch_cluster_config<L, 32, 32>(args, rc, batch, stream);
+      default: return Status::backend_error;  // reg_cluster_config() returns only these
+    }
+  }
   switch (key(rc.rows_per_warp, rc.col_tiles, rc.max_warps)) {
     case key(2, 1, 16): return launch_config<L, 2, 1, 16>(args, rc, batch, stream);
     case key(4, 1, 16): return launch_config<L, 4, 1, 16>(args, rc, batch, stream);

@@ -174,7 +174,7 @@ Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args
                     float* tau, int j0, int jb, bool with_t, const PanelOut& out, std::int64_t nbat, cudaStream_t stream) {
   const GeqrfDesc& d = args.desc;
   const int rows = static_cast<int>(d.m) - j0;
-  const PanelPlan pp = panel_plan(dev, rows, jb, jb, with_t, nbat, plan.panel_rows_per_warp);
+  const PanelPlan pp = panel_plan(dev, rows, jb, jb, with_t, nbat, plan.panel);
   if (pp.reg.rows_per_warp > 0) {
     Geqr2RegArgs g = reg_args(d, a, tau, j0, rows, jb, jb);
     if (with_t) set_outputs(g, out);

@@ -59,15 +59,41 @@ RegConfig reg_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t ba
   return rc;
 }
 
+RegConfig reg_cluster_config(const DeviceInfo& dev, int rows, int ncols, int force_rows_per_warp) {
+  RegConfig rc;
+  if (!dev.cluster_launch || ncols < 1 || ncols > kMaxPanelWidth || rows <= 32 * 32) return rc;
+  // As in one CTA, fewer rows per warp shorten a column step (176x32: 16 rows per warp
+  // 47 us, 32 rows 58 us, docs/perf-notes.md v7): 16 rows per warp while 8 CTAs of 16
+  // warps hold the panel, then 32.
+  constexpr RegShape kClusterShapes[] = {{16, 1, 16}, {32, 1, 16}, {32, 1, 32}};
+  for (const RegShape& s : kClusterShapes)
+    for (int cs = 2; cs <= kMaxCluster; cs *= 2) {
+      if (force_rows_per_warp > 0 && s.rows_per_warp != force_rows_per_warp) break;
+      const int w = ((rows + cs - 1) / cs + s.rows_per_warp - 1) / s.rows_per_warp;
+      if (w <= s.max_warps) return RegConfig{s.rows_per_warp, 1, s.max_warps, w, cs};
+    }
+  return rc;
+}
+
 PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool with_t, std::int64_t batch,
-                     int force_rows_per_warp) {
+                     const PanelHints& hints) {
   const std::size_t budget = dev.smem_per_block_optin;
   PanelPlan p;
   if (ncols <= kMaxPanelWidth) {
-    p.reg = reg_config(dev, rows, ncols, batch, force_rows_per_warp);
+    p.reg = reg_config(dev, rows, ncols, batch, hints.rows_per_warp);
     if (p.reg.rows_per_warp > 0) {
       p.smem_bytes = geqr2_reg_smem_bytes(p.reg.warps, p.reg.max_warps, p.reg.rows_per_warp, p.reg.col_tiles);
       return p;
+    }
+    // Experiment (branch wip/reg-cluster-panel, not yet measured): taller panels in the
+    // registers of a cluster, one cluster barrier per column, instead of geqr2_kernel's two.
+    if (hints.reg_cluster != 0) {
+      p.reg = reg_cluster_config(dev, rows, ncols, hints.rows_per_warp);
+      if (p.reg.rows_per_warp > 0) {
+        p.cluster = p.reg.cluster;
+        p.smem_bytes = geqr2_reg_smem_bytes(p.reg.warps, p.reg.max_warps, 32, 1, true);
+        return p;
+      }
     }
   }
   p.warps = panel_warps(ncols);
@@ -152,7 +178,7 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
   plan.algorithm = Algorithm::blocked;
   plan.trailing = dev.tf32x3 ? Trailing::mma_tf32x3 : Trailing::gemm;
   plan.nb = std::min(kMaxPanelWidth, k);
-  plan.panel_rows_per_warp = hints.panel_rows_per_warp;
+  plan.panel = hints.panel;
   if (plan.trailing == Trailing::gemm) {
     int outer = hints.outer_nb > 0 ? hints.outer_nb : outer_width(m, n, d.batch);
     outer = std::max(plan.nb, std::min({outer, kMaxOuterWidth, k}) / plan.nb * plan.nb);

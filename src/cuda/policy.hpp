@@ -24,13 +24,26 @@ struct RegConfig {
   int col_tiles = 0;      // CT
   int max_warps = 0;      // the compiled shape's launch bound (kRegShapes)
   int warps = 0;
+  int cluster = 1;        // CTAs per matrix (> 1: a panel split over a cluster, W * R rows each)
 };
 
 // One of kRegShapes (reg_config.hpp) for a rows x ncols panel or matrix, or none
 // (rows_per_warp == 0): at most 64 columns and 1024 rows (one column tile) or 512 (two).
-// force_rows_per_warp > 0 (tuning clients, PlanHints): a shape with that R where one
+// force_rows_per_warp > 0 (tuning clients, PanelHints): a shape with that R where one
 // holds the panel, else the policy's.
 RegConfig reg_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch, int force_rows_per_warp = 0);
+// A panel of more than 1024 rows (at most 32 columns) split over a cluster of 2, 4 or 8
+// CTAs: 16 rows per warp and at most 16 warps per CTA (up to 2048 rows), else 32 rows per
+// warp (up to 8192 rows), the fewest CTAs; none (rows_per_warp == 0) past that or without
+// cluster launch. force_rows_per_warp > 0 (tuning clients): only shapes of that R.
+RegConfig reg_cluster_config(const DeviceInfo& dev, int rows, int ncols, int force_rows_per_warp = 0);
+
+// Overrides of the panel-kernel choice, for tuning clients (bench/); the defaults mean
+// "the policy's".
+struct PanelHints {
+  int rows_per_warp = 0;  // register panels: this R where a compiled shape of it holds the panel
+  int reg_cluster = -1;   // 0 / 1: panels of more than 1024 rows never / always on reg_cluster_config
+};
 
 struct PanelPlan {
   RegConfig reg;         // reg.rows_per_warp > 0: geqr2_reg_kernel; else geqr2_kernel below
@@ -67,7 +80,7 @@ struct GeqrfPlan {
   // gemm, one level: each 32-column panel's update is one larfb_fused launch (larfb_fused.hpp)
   // instead of three cuBLAS products, where the panel allows it (32 reflectors, aligned V^T)
   bool fused_update = false;
-  int panel_rows_per_warp = 0;   // register panels: R as forced by PlanHints; 0: the policy's per panel
+  PanelHints panel;              // as PlanHints gave them (panel_plan() decides per panel)
   std::int64_t batch_chunk = 1;  // matrices per pass; bounds the workspace
   // Workspace per matrix, in floats:
   std::size_t t_floats = 0;      // T factor (outer_nb^2 for gemm)
@@ -84,7 +97,7 @@ struct PlanHints {
   int outer_nb = 0;
   int look_ahead = -1;  // 0 / 1: off / on; -1: the policy's
   int fused_update = -1;  // 0 / 1: off / on (one-level plans only); -1: the policy's
-  int panel_rows_per_warp = 0;  // register panels of the blocked path: this R where it fits
+  PanelHints panel;       // the blocked path's panel kernels
 };
 
 // cuBLAS workspace handed to the library for each call (its recommendation for Hopper),
@@ -103,7 +116,7 @@ inline constexpr int kMinSplitRows = 256;
 
 // Shared-memory layout of one panel (rows x ncols) split over `cluster` CTAs.
 PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool with_t,
-                     std::int64_t batch, int force_rows_per_warp = 0);
+                     std::int64_t batch, const PanelHints& hints = {});
 LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int tiles);
 GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& desc, const PlanHints& hints = {});
 // The policy's outer block width for the gemm trailing update (see GeqrfPlan::outer_nb).
