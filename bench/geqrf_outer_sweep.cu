@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
       panel.rows_per_warp = std::atoi(argv[i + 1]);
       i += 2;
     } else if (arg == "--reg-cluster" && i + 1 < argc) {
-      panel.reg_cluster = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
+      panel.reg_cluster = std::max(0, std::atoi(argv[i + 1]));
       i += 2;
     } else if (arg == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[i + 1]));

@@ -59,8 +59,20 @@ RegConfig reg_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t ba
   return rc;
 }
 
-RegConfig reg_cluster_config(const DeviceInfo& dev, int rows, int ncols, int force_rows_per_warp) {
+RegConfig reg_cluster_config(const DeviceInfo& dev, int rows, int ncols, int force_rows_per_warp, int force_cluster) {
   RegConfig rc;
+  if (force_cluster > 1) {
+    // Tuning clients: exactly this many CTAs wherever rank 0 still holds the first 32 rows.
+    if (!dev.cluster_launch || ncols < 1 || ncols > kMaxPanelWidth || force_cluster > kMaxCluster ||
+        (rows + force_cluster - 1) / force_cluster < 32)
+      return rc;
+    for (const RegShape& s : {RegShape{16, 1, 16}, RegShape{32, 1, 16}, RegShape{32, 1, 32}}) {
+      if (force_rows_per_warp > 0 && s.rows_per_warp != force_rows_per_warp) continue;
+      const int w = ((rows + force_cluster - 1) / force_cluster + s.rows_per_warp - 1) / s.rows_per_warp;
+      if (w <= s.max_warps) return RegConfig{s.rows_per_warp, 1, s.max_warps, w, force_cluster};
+    }
+    return rc;
+  }
   if (!dev.cluster_launch || ncols < 1 || ncols > kMaxPanelWidth || rows <= 32 * 32) return rc;
   // As in one CTA, fewer rows per warp shorten a column step (176x32: 16 rows per warp
   // 47 us, 32 rows 58 us, docs/perf-notes.md v7): 16 rows per warp while 8 CTAs of 16
@@ -80,6 +92,14 @@ PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool
   const std::size_t budget = dev.smem_per_block_optin;
   PanelPlan p;
   if (ncols <= kMaxPanelWidth) {
+    if (hints.reg_cluster > 1) {
+      p.reg = reg_cluster_config(dev, rows, ncols, hints.rows_per_warp, hints.reg_cluster);
+      if (p.reg.rows_per_warp > 0) {
+        p.cluster = p.reg.cluster;
+        p.smem_bytes = geqr2_reg_smem_bytes(p.reg.warps, p.reg.max_warps, 32, 1, true);
+        return p;
+      }
+    }
     p.reg = reg_config(dev, rows, ncols, batch, hints.rows_per_warp);
     if (p.reg.rows_per_warp > 0) {
       p.smem_bytes = geqr2_reg_smem_bytes(p.reg.warps, p.reg.max_warps, p.reg.rows_per_warp, p.reg.col_tiles);

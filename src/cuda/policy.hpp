@@ -36,13 +36,17 @@ RegConfig reg_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t ba
 // CTAs: 16 rows per warp and at most 16 warps per CTA (up to 2048 rows), else 32 rows per
 // warp (up to 8192 rows), the fewest CTAs; none (rows_per_warp == 0) past that or without
 // cluster launch. force_rows_per_warp > 0 (tuning clients): only shapes of that R.
-RegConfig reg_cluster_config(const DeviceInfo& dev, int rows, int ncols, int force_rows_per_warp = 0);
+// force_cluster > 1 (tuning clients): exactly that many CTAs, for any panel of at least
+// 32 * force_cluster rows.
+RegConfig reg_cluster_config(const DeviceInfo& dev, int rows, int ncols, int force_rows_per_warp = 0,
+                             int force_cluster = 0);
 
 // Overrides of the panel-kernel choice, for tuning clients (bench/); the defaults mean
 // "the policy's".
 struct PanelHints {
   int rows_per_warp = 0;  // register panels: this R where a compiled shape of it holds the panel
-  int reg_cluster = -1;   // 0 / 1: panels of more than 1024 rows never / always on reg_cluster_config
+  int reg_cluster = -1;   // 0 / 1: panels of more than 1024 rows never / always on reg_cluster_config;
+                          // c > 1: every panel of >= 32 c rows on a cluster of c CTAs
 };
 
 struct PanelPlan {
