@@ -143,8 +143,8 @@ TEST_P(Gpu, TallAndWide) {
 }
 
 // Each kernel of the policy: one warp per tiny matrix, fused (whole matrix on chip), blocked with a one-CTA
-// panel, blocked with a cluster panel (few large matrices), and the global-memory
-// panel for panels too tall for a cluster.
+// panel, blocked with panels of more than 1024 rows in a cluster's registers, in a
+// cluster's shared memory (more than 8192 rows), and in global memory (too tall for both).
 TEST_P(Gpu, EveryKernelPath) {
   for (auto [m, n] : {std::pair{32, 32}, {8, 8}, {16, 16}, {1, 1}, {5, 32}, {32, 7}, {13, 9}, {24, 24}})
     for (Layout layout : {Layout::row_major, Layout::col_major})
@@ -159,7 +159,9 @@ TEST_P(Gpu, EveryKernelPath) {
     expect_accurate(make_geqrf_desc(250, 230, 3, layout), Distribution::mixed, 2.0);
     expect_accurate(make_geqrf_desc(200, 150, 140, layout), Distribution::mixed, 2.0);
   }
-  expect_accurate(make_geqrf_desc(4096, 4096, 1, Layout::col_major), Distribution::dense, 1.0);  // cluster
+  expect_accurate(make_geqrf_desc(4096, 4096, 1, Layout::col_major), Distribution::dense, 1.0);  // register cluster
+  for (Layout layout : {Layout::row_major, Layout::col_major})
+    expect_accurate(make_geqrf_desc(10000, 40, 2, layout), Distribution::dense, 1.0);  // geqr2_kernel, cluster smem
   expect_accurate(make_geqrf_desc(20000, 40, 2), Distribution::dense, 1.0);            // global panel
   expect_accurate(make_geqrf_desc(20000, 40, 2, Layout::col_major), Distribution::rowscale, 0.0);
 }

