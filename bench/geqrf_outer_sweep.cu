@@ -3,13 +3,18 @@
 // every result against the accuracy gate, and marks the policy's choice, so that
 // outer_width() in policy.cu rests on measurements. Not part of the library.
 //
-//   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--panel-rows R]
-//                     [--reg-cluster 0|1] [m n batch]...   (default: a built-in list)
+//   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
+//                     [--panel-rows R] [--reg-cluster 0|1|c] [--layout row|col] [m n batch]...
+//                     (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
 // --fused-update: one-level plans apply panels with larfb_fused (1) or cuBLAS (0), not
-// as the policy picks (column "fu" shows what ran); --panel-rows: register panels take
-// R rows per warp wherever a compiled shape of that R holds them; --reg-cluster: panels of
-// more than 1024 rows in the registers of a cluster (1) or in geqr2_kernel (0).
+// as the policy picks; --stripe: updates by larfb_stripe where it can, FP32 (1) or
+// 3xTF32 (2), or not (0) (column "fu": 3 stripe 3xTF32, 2 stripe FP32, 1 larfb_fused,
+// 0 cuBLAS, as planned); --panel-rows: register
+// panels take R rows per warp wherever a compiled shape of that R holds them;
+// --reg-cluster: panels of more than 1024 rows in the registers of a cluster (1) or in
+// geqr2_kernel (0); c > 1: every panel of >= 32 c rows on a cluster of c CTAs; --layout:
+// of the matrices (default column-major).
 // Each width is timed with the look-ahead (side stream) and without it ("-").
 #include <cuda_runtime.h>
 
@@ -51,6 +56,8 @@ int main(int argc, char** argv) {
   std::vector<int> widths = {32, 64, 96, 128};
   int reps = 5;
   int fused = -1;
+  int stripe = -1;
+  Layout layout = Layout::col_major;
   PanelHints panel;
   for (int i = 1; i < argc;) {
     const std::string arg = argv[i];
@@ -59,6 +66,12 @@ int main(int argc, char** argv) {
       i += 2;
     } else if (arg == "--fused-update" && i + 1 < argc) {
       fused = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
+      i += 2;
+    } else if (arg == "--stripe" && i + 1 < argc) {
+      stripe = std::clamp(std::atoi(argv[i + 1]), 0, 2);
+      i += 2;
+    } else if (arg == "--layout" && i + 1 < argc) {
+      layout = std::string(argv[i + 1]) == "row" ? Layout::row_major : Layout::col_major;
       i += 2;
     } else if (arg == "--panel-rows" && i + 1 < argc) {
       panel.rows_per_warp = std::atoi(argv[i + 1]);
@@ -74,8 +87,8 @@ int main(int argc, char** argv) {
       i += 3;
     } else {
       std::fprintf(stderr,
-                   "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--panel-rows R] "
-                   "[--reg-cluster 0|1] [m n batch]...\n");
+                   "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
+                   "[--panel-rows R] [--reg-cluster 0|1|c] [--layout row|col] [m n batch]...\n");
       return 2;
     }
   }
@@ -99,7 +112,7 @@ int main(int argc, char** argv) {
   int failures = 0;
   for (const auto& c : cases) {
     const int m = c[0], n = c[1], batch = c[2];
-    const GeqrfDesc d = make_geqrf_desc(m, n, batch, Layout::col_major);
+    const GeqrfDesc d = make_geqrf_desc(m, n, batch, layout);
     const std::size_t elems = static_cast<std::size_t>(m) * n * batch;
     std::vector<float> h(elems);
     check::GenSpec spec;
@@ -122,6 +135,7 @@ int main(int argc, char** argv) {
       hints.outer_nb = outer;
       hints.look_ahead = variant % 2 == 0 ? 1 : 0;
       hints.fused_update = fused;
+      hints.stripe_update = stripe;
       hints.panel = panel;
       const GeqrfPlan plan = make_plan(dev, d, hints);
       if (plan.algorithm != Algorithm::blocked || plan.outer_nb != outer) continue;
@@ -160,10 +174,10 @@ int main(int argc, char** argv) {
       const bool pass = ok && rep.pass();
       failures += pass ? 0 : 1;
       std::printf("%6d %6d %6d | %5d%s %2d | %10.4f %10.4f %10.4f %8.3f %8.3f | %s%s\n", m, n, batch, outer,
-                  plan.look_ahead ? "  " : " -", plan.fused_update ? 1 : 0, median(times),
+                  plan.look_ahead ? "  " : " -", plan.stripe_update ? (plan.stripe_math == StripeMath::tf32x3 ? 3 : 2) : plan.fused_update ? 1 : 0, median(times),
                   median(queued), median(host), rep.worst_factor, rep.worst_orth, pass ? "pass" : "FAIL",
                   outer == policy.outer_nb && plan.look_ahead == policy.look_ahead &&
-                          plan.fused_update == policy.fused_update
+                          plan.fused_update == policy.fused_update && plan.stripe_update == policy.stripe_update
                       ? "  (policy)"
                       : "");
       cudaFree(ws);

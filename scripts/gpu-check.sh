@@ -77,14 +77,21 @@ if [ $run_san = 1 ]; then
   note "memcheck (GPU tests: every kernel path): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   if [ $run_race = 1 ]; then
     # Shared-memory races: the warp kernel (n = 20), the fused register kernel (n = 64), and
-    # the blocked path's register panels with larfb_fused updates (100 x 100, one call per
-    # variant of geqrf_outer_sweep: the CLI factors 50 inputs per case, too slow here).
+    # the blocked path's register panels with larfb_fused, larfb_stripe (3xTF32, K = 32 and
+    # 64; FP32) and cluster-panel updates (one call per variant of geqrf_outer_sweep: the
+    # CLI factors 50 inputs per case, too slow here).
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/batchqr" bench --no-baselines \
       --no-validate --rounds 1 --case batch=2,n=20 --case batch=1,n=64 >>"$L" 2>&1
     note "racecheck (warp and fused kernels): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 32 \
-      --fused-update 1 --reps 1 100 100 2 >>"$L" 2>&1
+      --fused-update 1 --stripe 0 --reps 1 100 100 2 >>"$L" 2>&1
     note "racecheck (blocked, larfb_fused): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
+    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 64 \
+      --stripe 2 --layout row --reps 1 200 200 2 >>"$L" 2>&1
+    note "racecheck (blocked, larfb_stripe 3xTF32): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
+    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 32 \
+      --stripe 1 --reps 1 150 150 2 1100 64 1 >>"$L" 2>&1
+    note "racecheck (larfb_stripe FP32, cluster panel): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
   fi
 fi
 

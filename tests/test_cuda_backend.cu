@@ -152,8 +152,8 @@ TEST_P(Gpu, EveryKernelPath) {
   expect_accurate(make_geqrf_desc(64, 64, 50), Distribution::dense, 1.0);              // fused
   expect_accurate(make_geqrf_desc(512, 512, 200), Distribution::mixed, 2.0);           // blocked, 1 CTA
   for (Layout layout : {Layout::row_major, Layout::col_major}) {
-    // One level, each update one larfb_fused launch (batch below the SM count), except the
-    // last panel's (4 reflectors: cuBLAS), with partial 64-row steps and 32-column tiles;
+    // One level, each update one larfb_stripe launch (batch below the SM count), except the
+    // last panel's (4 reflectors: cuBLAS), with rows not a multiple of 8 and a narrow last stripe;
     // and one level with cuBLAS updates (batch 140).
     expect_accurate(make_geqrf_desc(100, 150, 5, layout), Distribution::mixed, 2.0);
     expect_accurate(make_geqrf_desc(250, 230, 3, layout), Distribution::mixed, 2.0);
@@ -184,7 +184,7 @@ TEST_P(Gpu, TwoLevelBlocking) {
 
 TEST_P(Gpu, PaddedStrides) {
   for (Layout layout : {Layout::row_major, Layout::col_major})
-    for (auto [m, n] : {std::pair{40, 40}, {300, 200}, {250, 180}}) {  // 250: larfb_fused updates
+    for (auto [m, n] : {std::pair{40, 40}, {300, 200}, {250, 180}}) {  // 250: larfb_stripe updates
       GeqrfDesc d = make_geqrf_desc(m, n, 3, layout);
       d.ld += 5;
       d.stride = (layout == Layout::row_major ? m : n) * d.ld + 3;

@@ -220,14 +220,41 @@ TEST(CudaPolicy, TallPanelsInTheRegistersOfACluster) {
   EXPECT_EQ(panel_plan(dev, 176, 32, 32, true, 40).reg.cluster, 1);        // the policy: one CTA
 }
 
-TEST(CudaPolicy, FusedUpdatesOnlyForOneLevelPlansBelowAFullGpu) {
+TEST(CudaPolicy, StripeUpdatesForFewMatrices) {
   const DeviceInfo dev = h200();
-  EXPECT_TRUE(make_plan(dev, make_geqrf_desc(176, 176, 40)).fused_update);
-  EXPECT_TRUE(make_plan(dev, make_geqrf_desc(256, 1000, 1)).fused_update);
-  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(300, 300, 40)).fused_update);    // more rows: cuBLAS
-  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(4096, 4096, 2)).fused_update);
-  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(176, 176, 1000)).fused_update);  // fills the GPU: cuBLAS
-  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(1024, 1024, 60)).fused_update);  // two-level: K = 64 updates
+  for (auto [m, b] : {std::pair{176, 40}, {256, 1}, {300, 40}, {352, 40}, {4096, 2}, {2048, 8}}) {
+    const GeqrfPlan p = make_plan(dev, make_geqrf_desc(m, m, b));
+    EXPECT_TRUE(p.stripe_update) << m << " x " << b;
+    EXPECT_EQ(p.stripe_math, StripeMath::tf32x3);
+    EXPECT_FALSE(p.fused_update) << m;  // larfb_stripe takes all its updates
+  }
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(176, 176, 1000)).stripe_update);  // fills the GPU: cuBLAS
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(512, 512, 640)).stripe_update);
+  // Two level: below half the SMs.
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 1024, 60)).outer_nb, 64);
+  EXPECT_TRUE(make_plan(dev, make_geqrf_desc(1024, 1024, 60)).stripe_update);
+  EXPECT_TRUE(make_plan(dev, make_geqrf_desc(1536, 1536, 30)).stripe_update);
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(768, 768, 100)).stripe_update);
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(640, 640, 300)).stripe_update);
+  PlanHints hints;
+  hints.stripe_update = 1;
+  EXPECT_TRUE(make_plan(dev, make_geqrf_desc(640, 640, 300), hints).stripe_update);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(640, 640, 300), hints).stripe_math, StripeMath::fp32);
+  hints.stripe_update = 0;
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(176, 176, 40), hints).stripe_update);
+  EXPECT_TRUE(make_plan(dev, make_geqrf_desc(176, 176, 40), hints).fused_update);  // the previous rule
+}
+
+TEST(CudaPolicy, FusedUpdatesOnlyByHintOrWithoutStripes) {
+  const DeviceInfo dev = h200();
+  PlanHints no_stripe;
+  no_stripe.stripe_update = 0;
+  EXPECT_TRUE(make_plan(dev, make_geqrf_desc(176, 176, 40), no_stripe).fused_update);
+  EXPECT_TRUE(make_plan(dev, make_geqrf_desc(256, 1000, 1), no_stripe).fused_update);
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(300, 300, 40), no_stripe).fused_update);    // more rows: cuBLAS
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(4096, 4096, 2), no_stripe).fused_update);
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(176, 176, 1000), no_stripe).fused_update);  // fills the GPU: cuBLAS
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(1024, 1024, 60), no_stripe).fused_update);  // two-level
   PlanHints hints;
   hints.fused_update = 1;
   EXPECT_TRUE(make_plan(dev, make_geqrf_desc(176, 176, 1000), hints).fused_update);

@@ -12,6 +12,7 @@
 #include "cuda/geqrf_device.hpp"
 #include "cuda/larfb.cuh"
 #include "cuda/larfb_fused.hpp"
+#include "cuda/larfb_stripe.hpp"
 #include "cuda/larfb_gemm.hpp"
 #include "cuda/larft_merge.hpp"
 #include "cuda/policy.hpp"
@@ -116,6 +117,7 @@ Status GeqrfOperation::initialize(const DeviceInfo& dev) {
   if (st == Status::success) st = raise_smem_limits<16>(dev);
   if (st == Status::success) st = raise_smem_limits<32>(dev);
   if (st == Status::success) st = larft_merge_initialize();
+  if (st == Status::success) st = larfb_stripe_initialize();
   return st;
 }
 
@@ -186,14 +188,16 @@ Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args
 }
 
 // Columns [c0, c0 + nc) of the trailing matrix of the reflectors of columns j0 .. j0 + jb,
-// on `stream` (the stream of the handle `blas`): one larfb_fused launch where the plan asks
-// for it and the panel allows it, else three cuBLAS products; V^T and T as the panel
-// stored them.
+// on `stream` (the stream of the handle `blas`): one larfb_stripe or larfb_fused launch
+// where the plan asks for it and the update allows it, else three cuBLAS products; V^T
+// and T as the panel stored them.
 Status update_columns(const GeqrfPlan& plan, cublasHandle_t blas, cudaStream_t stream, const GeqrfDesc& d, float* a,
                       const PanelOut& p, float* w, std::int64_t w_stride, int j0, int jb, int c0, int nc,
                       std::int64_t nbat) {
   const LarfbOperands op{a,  d.ld, d.stride, p.vt, p.vt_stride, p.vt_ld, p.t, p.t_stride, p.t_ld,
                          j0, c0,   static_cast<int>(d.m) - j0,   jb,          nc};
+  if (plan.stripe_update && larfb_stripe_can_implement(op, nbat))
+    return launch_larfb_stripe(d.layout, plan.stripe_math, op, nbat, stream);
   if (plan.fused_update && larfb_fused_can_implement(op, nbat)) return launch_larfb_fused(d.layout, op, nbat, stream);
   return larfb_gemm(blas, d.layout, LarfbGemmArgs{op, w, w_stride}, nbat);
 }

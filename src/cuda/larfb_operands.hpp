@@ -9,6 +9,10 @@
 
 namespace batchqr::cuda {
 
+// How larfb_stripe forms its two products: FP32 FMAs, or tensor cores in 3xTF32
+// (mma_tf32.cuh: FP32-grade).
+enum class StripeMath { fp32, tf32x3 };
+
 struct LarfbOperands {
   float* a;                 // first matrix of the (chunk of the) batch
   std::int64_t ld, stride;

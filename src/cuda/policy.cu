@@ -174,6 +174,19 @@ bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch) {
   return batch < dev.sm_count && m <= kFusedUpdateMaxRows;
 }
 
+bool stripe_update(const DeviceInfo& dev, std::int64_t batch, bool two_level) {
+  // Measured (docs/perf-notes.md v8; bench/geqrf_outer_sweep --stripe, row-major, device
+  // time, larfb_stripe in 3xTF32 against the previous choice). One level, below the SM
+  // count: 176 x 40 0.255 against 0.287 ms (larfb_fused), 352 x 40 0.657 against 0.723
+  // (cuBLAS, which also took 1.1 ms of host time per call against 0.2), 100 x 40 0.138
+  // against 0.150, 400 x 1 0.676 against 0.774. Two level (64-column outer blocks):
+  // 1024 x 60 5.50 against 5.92 ms, but 768 x 100 4.19 against 4.12, 640 x 300 6.50
+  // against 6.29, 512 x 640 6.88 against 6.83: with fewer matrices than half the SMs
+  // cuBLAS's products have too few tiles to fill the GPU; past that they keep up.
+  if (two_level) return 2 * batch <= dev.sm_count;
+  return batch < dev.sm_count;
+}
+
 GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& hints) {
   GeqrfPlan plan;
   const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
@@ -204,8 +217,13 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     outer = std::max(plan.nb, std::min({outer, kMaxOuterWidth, k}) / plan.nb * plan.nb);
     plan.outer_nb = outer;
     if (hints.look_ahead >= 0) plan.look_ahead = hints.look_ahead != 0;
+    plan.stripe_update = hints.stripe_update >= 0 ? hints.stripe_update != 0
+                                                  : stripe_update(dev, d.batch, outer > plan.nb);
+    if (hints.stripe_update == 1) plan.stripe_math = StripeMath::fp32;
+    // larfb_fused only where a hint asks for it or larfb_stripe is not planned: every
+    // update it takes (32 reflectors, <= 256 rows) larfb_stripe takes too, and faster.
     plan.fused_update = outer == plan.nb && (hints.fused_update >= 0 ? hints.fused_update != 0
-                                                                      : fused_update(dev, m, d.batch));
+                                                                      : !plan.stripe_update && fused_update(dev, m, d.batch));
     plan.t_floats = static_cast<std::size_t>(std::max(outer, kMaxPanelWidth)) * std::max(outer, kMaxPanelWidth);
     plan.vt_floats = static_cast<std::size_t>(m) * outer;
     plan.w_floats = 2 * static_cast<std::size_t>(outer) * n;

@@ -7,6 +7,7 @@
 
 #include "batchqr/types.hpp"
 #include "cuda/device_info.hpp"
+#include "cuda/larfb_operands.hpp"
 #include "cuda/reg_config.hpp"
 
 namespace batchqr::cuda {
@@ -84,6 +85,10 @@ struct GeqrfPlan {
   // gemm, one level: each 32-column panel's update is one larfb_fused launch (larfb_fused.hpp)
   // instead of three cuBLAS products, where the panel allows it (32 reflectors, aligned V^T)
   bool fused_update = false;
+  // gemm: every update that larfb_stripe takes (32 or 64 reflectors, at most 1024 rows) is
+  // one larfb_stripe launch (larfb_stripe.hpp): C read once, not twice; ahead of fused_update
+  bool stripe_update = false;
+  StripeMath stripe_math = StripeMath::tf32x3;
   PanelHints panel;              // as PlanHints gave them (panel_plan() decides per panel)
   std::int64_t batch_chunk = 1;  // matrices per pass; bounds the workspace
   // Workspace per matrix, in floats:
@@ -101,6 +106,7 @@ struct PlanHints {
   int outer_nb = 0;
   int look_ahead = -1;  // 0 / 1: off / on; -1: the policy's
   int fused_update = -1;  // 0 / 1: off / on (one-level plans only); -1: the policy's
+  int stripe_update = -1;  // 0: off; 1: on, FP32; 2: on, 3xTF32; -1: the policy's
   PanelHints panel;       // the blocked path's panel kernels
 };
 
@@ -128,6 +134,9 @@ int outer_width(int m, int n, std::int64_t batch);
 // Whether a one-level gemm plan applies each panel with larfb_fused (see GeqrfPlan).
 inline constexpr int kFusedUpdateMaxRows = 256;
 bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch);
+// Whether a gemm plan (one or two level) applies its updates with larfb_stripe where it
+// can (see GeqrfPlan).
+bool stripe_update(const DeviceInfo& dev, std::int64_t batch, bool two_level);
 // Warps per geqr2 CTA: one per column up to 32, at least 8.
 int panel_warps(int ncols);
 

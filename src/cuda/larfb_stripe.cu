@@ -1,0 +1,538 @@
+#include "cuda/larfb_stripe.hpp"
+
+#include <climits>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/matrix_view.cuh"
+#include "cuda/mma_tf32.cuh"
+
+namespace batchqr::cuda {
+namespace {
+
+constexpr int TN = 32;      // columns of C per CTA
+constexpr int NT = 256;     // threads per CTA: 8 warps
+constexpr int kWarps = NT / 32;
+constexpr int kRedSlots = kWarps / 2;  // W partials parked during the tree sum
+constexpr int kMaxK = 64;
+
+// Shared memory holds TN-float rows (the stripe, W2) with their eight float4 groups
+// permuted per row: group q of row r sits at q ^ 2 (r & 3). The tensor-core fragments
+// (lanes 4g + t on rows t and t + 4, or on rows g) then read without bank conflicts.
+__device__ __forceinline__ int grp(int r, int q) { return (q ^ ((r & 3) << 1)) & 7; }
+__device__ __forceinline__ int swz(int r, int c) { return r * TN + (grp(r, c >> 2) << 2) + (c & 3); }
+
+__device__ __forceinline__ float4 ld4(const float* s, int r, int c4) {
+  return *reinterpret_cast<const float4*>(s + r * TN + (grp(r, c4) << 2));
+}
+__device__ __forceinline__ void st4(float* s, int r, int c4, float4 v) {
+  *reinterpret_cast<float4*>(s + r * TN + (grp(r, c4) << 2)) = v;
+}
+
+// Asynchronous 4-byte copy global -> shared (LDGSTS): a warp keeps all of its staging loads
+// in flight instead of one round trip per register; complete after async_wait().
+__device__ __forceinline__ void async_copy(float* dst, const float* src) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src) : "memory");
+}
+__device__ __forceinline__ void async_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+// The stripe (rows x cn columns of C) into shared memory and back, read and written in the
+// order of the layout: row-major, a warp per row (lane = column); column-major, a warp per
+// column (lane = row). Columns past cn are zeros. stripe_in's copies complete after
+// async_wait().
+template <Layout L>
+__device__ __forceinline__ void stripe_in(const MatrixView<L>& C, float* sC, int rows, int cn) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if constexpr (L == Layout::row_major) {
+    for (int r = warp; r < rows; r += kWarps) {
+      if (lane < cn) async_copy(sC + swz(r, lane), &C(r, lane));
+      else sC[swz(r, lane)] = 0.0f;
+    }
+  } else {
+    for (int c = warp; c < TN; c += kWarps)
+      for (int r = lane; r < rows; r += 32) {
+        if (c < cn) async_copy(sC + swz(r, c), &C(r, c));
+        else sC[swz(r, c)] = 0.0f;
+      }
+  }
+}
+template <Layout L>
+__device__ __forceinline__ void stripe_out(const MatrixView<L>& C, const float* sC, int rows, int cn) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if constexpr (L == Layout::row_major) {
+    if (lane < cn)
+      for (int r = warp; r < rows; r += kWarps) C(r, lane) = sC[swz(r, lane)];
+  } else {
+    for (int c = warp; c < cn; c += kWarps)
+      for (int r = lane; r < rows; r += 32) C(r, c) = sC[swz(r, c)];
+  }
+}
+
+// T (K x K, upper triangular, zeros below; rows t_ld apart) into sT[i][k] by the warps
+// from `first` on.
+template <int K>
+__device__ __forceinline__ void stage_t(const float* T, int t_ld, float* sT, int first) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (warp < first) return;
+  for (int i = warp - first; i < K; i += kWarps - first)
+    for (int k = lane; k < K; k += 32) async_copy(sT + i * K + k, T + static_cast<std::int64_t>(i) * t_ld + k);
+  async_wait();
+}
+
+// W2 = T^T W for column `lane` and rows k = 8 warp + q, q < K / 8: w2[q] = sum_i T[i][k] W[i][c]
+// over all i (T's stored zeros below the diagonal add nothing), in order of i.
+template <int K>
+__device__ __forceinline__ void t_times_w(const float* sT, const float* sW, float (&w2)[K / 8]) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  constexpr int Q = K / 8;
+#pragma unroll
+  for (int q = 0; q < Q; ++q) w2[q] = 0.0f;
+#pragma unroll 8
+  for (int i = 0; i < K; ++i) {
+    const float w = sW[i * TN + lane];
+    const float* trow = sT + i * K + Q * warp;
+#pragma unroll
+    for (int q = 0; q < Q; q += 4) {
+      const float4 tt = *reinterpret_cast<const float4*>(trow + q);
+      w2[q] = fmaf(tt.x, w, w2[q]);
+      w2[q + 1] = fmaf(tt.y, w, w2[q + 1]);
+      w2[q + 2] = fmaf(tt.z, w, w2[q + 2]);
+      w2[q + 3] = fmaf(tt.w, w, w2[q + 3]);
+    }
+  }
+}
+
+// Phase 1 (W = V^T C) gives lane (kq, cq) = (lane / 4, lane % 4) the K/8 x 8 block
+// W[kq K/8 ..][8 cq ..] of its warp's rows; the warps' blocks are then summed in a fixed
+// tree. Phase 3 (C -= V W2) gives each thread a 4-row x 8-column block of C per pass of
+// 256 rows: rows 32 w + 4 (lane / 4) .., columns 8 (lane % 4) ...
+template <Layout L, int K>
+__global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands p) {
+  static_assert(K == 32 || K == 64, "K / 8 rows of W per lane, read as float4");
+  constexpr int KT = K / 8;
+  extern __shared__ __align__(16) float smem[];
+  float* sC = smem;                            // [rows][TN], swizzled
+  float* sRed = sC + p.rows * TN;              // [kRedSlots][K][TN], swizzled by k / KT; later W2 [K][TN]
+  float* sW = sRed + kRedSlots * kMaxK * TN;   // [K][TN], plain
+  float* sW2 = sRed;
+
+  const int tiles = (p.ncols + TN - 1) / TN;
+  const std::int64_t mat = blockIdx.x / tiles;
+  const int tile = static_cast<int>(blockIdx.x - mat * tiles);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int cn = min(TN, p.ncols - tile * TN);
+  const int rows = p.rows;
+  const MatrixView<L> C = MatrixView<L>{p.a + mat * p.stride, p.ld}.offset(p.j0, p.col0 + tile * TN);
+  const float* vt = p.vt + mat * p.vt_stride;
+
+  stripe_in(C, sC, rows, cn);
+  async_wait();
+  __syncthreads();
+
+  // --- phase 1: W = V^T C, warp w over rows w, w + 8, ... -------------------------------
+  const int kq = lane >> 2, cq = lane & 3;
+  float acc[KT][8];
+#pragma unroll
+  for (int a = 0; a < KT; ++a)
+#pragma unroll
+    for (int b = 0; b < 8; ++b) acc[a][b] = 0.0f;
+#pragma unroll 2
+  for (int r = warp; r < rows; r += kWarps) {
+    const float4* vr = reinterpret_cast<const float4*>(vt + static_cast<std::int64_t>(r) * p.vt_ld + kq * KT);
+    float v[KT];
+#pragma unroll
+    for (int q = 0; q < KT / 4; ++q) {
+      const float4 f = __ldg(vr + q);
+      v[4 * q] = f.x;
+      v[4 * q + 1] = f.y;
+      v[4 * q + 2] = f.z;
+      v[4 * q + 3] = f.w;
+    }
+    const float4 c0 = ld4(sC, r, 2 * cq), c1 = ld4(sC, r, 2 * cq + 1);
+    const float c[8] = {c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w};
+#pragma unroll
+    for (int a = 0; a < KT; ++a)
+#pragma unroll
+      for (int b = 0; b < 8; ++b) acc[a][b] = fmaf(v[a], c[b], acc[a][b]);
+  }
+
+  // Tree sum over the warps, fixed order: (w, w + 4), then (w, w + 2), then (0, 1).
+  // A partial's row k = kq KT + a is swizzled by kq, so a store of one float4 group by
+  // the 32 lanes spreads over all banks.
+  auto park = [&](int slot) {
+    float* s = sRed + slot * kMaxK * TN;
+#pragma unroll
+    for (int a = 0; a < KT; ++a) {
+      const int k = kq * KT + a;
+      float* row = s + k * TN;
+      *reinterpret_cast<float4*>(row + ((((2 * cq) ^ kq) & 7) << 2)) =
+          make_float4(acc[a][0], acc[a][1], acc[a][2], acc[a][3]);
+      *reinterpret_cast<float4*>(row + ((((2 * cq + 1) ^ kq) & 7) << 2)) =
+          make_float4(acc[a][4], acc[a][5], acc[a][6], acc[a][7]);
+    }
+  };
+  auto gather = [&](int slot) {
+    const float* s = sRed + slot * kMaxK * TN;
+#pragma unroll
+    for (int a = 0; a < KT; ++a) {
+      const int k = kq * KT + a;
+      const float* row = s + k * TN;
+      const float4 x = *reinterpret_cast<const float4*>(row + ((((2 * cq) ^ kq) & 7) << 2));
+      const float4 y = *reinterpret_cast<const float4*>(row + ((((2 * cq + 1) ^ kq) & 7) << 2));
+      acc[a][0] += x.x; acc[a][1] += x.y; acc[a][2] += x.z; acc[a][3] += x.w;
+      acc[a][4] += y.x; acc[a][5] += y.y; acc[a][6] += y.z; acc[a][7] += y.w;
+    }
+  };
+  // Three rounds: warps 4-7 into 0-3, 2-3 into 0-1, 1 into 0. Slots 2 and 3 are free from
+  // the second round on: warps 4-7 stage T there meanwhile.
+  float* sT = sRed + 2 * kMaxK * TN;
+  if (warp >= 4) park(warp - 4);
+  __syncthreads();
+  if (warp < 4) gather(warp);
+  __syncthreads();
+  if (warp == 2 || warp == 3) park(warp - 2);
+  stage_t<K>(p.t + mat * p.t_stride, p.t_ld, sT, 4);
+  __syncthreads();
+  if (warp < 2) gather(warp);
+  __syncthreads();
+  if (warp == 1) park(0);
+  __syncthreads();
+  if (warp == 0) gather(0);
+  if (warp == 0)
+#pragma unroll
+    for (int a = 0; a < KT; ++a)
+#pragma unroll
+      for (int b = 0; b < 8; ++b) sW[(kq * KT + a) * TN + cq * 8 + b] = acc[a][b];
+  __syncthreads();
+
+  // --- phase 2: W2 = T^T W: lane = column, rows 8 warp .. 8 warp + K / 8 ----------------------
+  {
+    float w2[K / 8];
+    t_times_w<K>(sT, sW, w2);
+#pragma unroll
+    for (int q = 0; q < K / 8; ++q) sW2[swz(K / 8 * warp + q, lane)] = w2[q];
+  }
+  __syncthreads();
+
+  // --- phase 3: C -= V W2 ----------------------------------------------------------------
+  const int rq = lane >> 2;
+  for (int r0 = warp * 32 + rq * 4; r0 < rows; r0 += NT) {
+    float d[4][8];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int b = 0; b < 8; ++b) d[i][b] = 0.0f;
+#pragma unroll 4
+    for (int k0 = 0; k0 < K; k0 += 4) {
+      float v[4][4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        float4 f = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (r0 + i < rows)
+          f = __ldg(reinterpret_cast<const float4*>(vt + static_cast<std::int64_t>(r0 + i) * p.vt_ld + k0));
+        v[i][0] = f.x;
+        v[i][1] = f.y;
+        v[i][2] = f.z;
+        v[i][3] = f.w;
+      }
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        const float4 x = ld4(sW2, k0 + kk, 2 * cq), y = ld4(sW2, k0 + kk, 2 * cq + 1);
+        const float w[8] = {x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int b = 0; b < 8; ++b) d[i][b] = fmaf(v[i][kk], w[b], d[i][b]);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int r = r0 + i;
+      if (r >= rows) break;
+      float4 x = ld4(sC, r, 2 * cq), y = ld4(sC, r, 2 * cq + 1);
+      x.x -= d[i][0]; x.y -= d[i][1]; x.z -= d[i][2]; x.w -= d[i][3];
+      y.x -= d[i][4]; y.y -= d[i][5]; y.z -= d[i][6]; y.w -= d[i][7];
+      st4(sC, r, 2 * cq, x);
+      st4(sC, r, 2 * cq + 1, y);
+    }
+  }
+  __syncthreads();
+
+  stripe_out(C, sC, rows, cn);
+}
+
+// The same three phases with the two products on tensor cores in 3xTF32 (mma_tf32.cuh:
+// FP32-grade). Fragment rows and columns are permuted so that each lane reads its V and C
+// values as contiguous float4 / float2 runs (g = lane / 4, t = lane % 4, KL = K / 8,
+// KQ = K / 4):
+//   phase 1, W = V^T C over 8-row chunks of warp w's rows: m-tile mt row g (+8) is
+//     k = KL g + 2 mt (+1), n-tile nt column g is c = 4 g + nt;
+//   phase 3, C -= V W2 on 32-row x 32-column warp tiles: k-step ks column t (+4) is
+//     k = KQ t + 2 ks (+1); n-tile nt column g is c = 8 nt + g.
+// W2 is stored split (big, small) in the order phase 3 reads its B fragments.
+template <Layout L, int K>
+__global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOperands p) {
+  static_assert(K == 32 || K == 64, "whole m16 tiles of W");
+  constexpr int MT = K / 16, KL = K / 8, KQ = K / 4, KS = K / 8;
+  extern __shared__ __align__(16) float smem[];
+  float* sC = smem;                                  // [rows][TN], swizzled
+  float* sRed = sC + p.rows * TN;                    // [kRedSlots][MT * 64][32] W partials
+  float* sW = sRed + kRedSlots * kMaxK * TN;         // [K][TN], plain
+  std::uint32_t* sBb = reinterpret_cast<std::uint32_t*>(sRed);  // [KS][4][32][2] W2 big (over sRed)
+  std::uint32_t* sBs = sBb + KS * 4 * 32 * 2;                   // W2 small
+
+  const int tiles = (p.ncols + TN - 1) / TN;
+  const std::int64_t mat = blockIdx.x / tiles;
+  const int tile = static_cast<int>(blockIdx.x - mat * tiles);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int cn = min(TN, p.ncols - tile * TN);
+  const int rows = p.rows;
+  const MatrixView<L> C = MatrixView<L>{p.a + mat * p.stride, p.ld}.offset(p.j0, p.col0 + tile * TN);
+  const float* vt = p.vt + mat * p.vt_stride;
+
+  stripe_in(C, sC, rows, cn);
+  async_wait();
+  __syncthreads();
+
+  // --- phase 1: W = V^T C ----------------------------------------------------------------
+  float acc[MT][4][4];
+#pragma unroll
+  for (int a = 0; a < MT; ++a)
+#pragma unroll
+    for (int b = 0; b < 4; ++b)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[a][b][e] = 0.0f;
+  for (int r0 = 8 * warp; r0 < rows; r0 += 8 * kWarps) {
+    float va[2][KL], cb[2][4];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = r0 + t + 4 * h;
+      const bool in = r < rows;
+      const float4* vr = reinterpret_cast<const float4*>(vt + static_cast<std::int64_t>(r) * p.vt_ld + KL * g);
+#pragma unroll
+      for (int q = 0; q < KL / 4; ++q) {
+        const float4 f = in ? __ldg(vr + q) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        va[h][4 * q] = f.x;
+        va[h][4 * q + 1] = f.y;
+        va[h][4 * q + 2] = f.z;
+        va[h][4 * q + 3] = f.w;
+      }
+      const float4 f = in ? ld4(sC, r, g) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      cb[h][0] = f.x;
+      cb[h][1] = f.y;
+      cb[h][2] = f.z;
+      cb[h][3] = f.w;
+    }
+    std::uint32_t bb[4][2], bs[4][2];
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) {
+      split_tf32(cb[0][nt], bb[nt][0], bs[nt][0]);
+      split_tf32(cb[1][nt], bb[nt][1], bs[nt][1]);
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      std::uint32_t ab[4], as[4];
+      split_tf32(va[0][2 * mt], ab[0], as[0]);
+      split_tf32(va[0][2 * mt + 1], ab[1], as[1]);
+      split_tf32(va[1][2 * mt], ab[2], as[2]);
+      split_tf32(va[1][2 * mt + 1], ab[3], as[3]);
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) mma_3xtf32(acc[mt][nt], ab, as, bb[nt], bs[nt]);
+    }
+  }
+
+  // Tree sum over the warps in a fixed order, fragments stored lane-contiguous.
+  constexpr int kVals = MT * 16;
+  auto park = [&](int slot) {
+    float* s = sRed + slot * kMaxK * TN;
+#pragma unroll
+    for (int a = 0; a < MT; ++a)
+#pragma unroll
+      for (int b = 0; b < 4; ++b)
+        *reinterpret_cast<float4*>(s + ((a * 4 + b) * 32 + lane) * 4) =
+            make_float4(acc[a][b][0], acc[a][b][1], acc[a][b][2], acc[a][b][3]);
+  };
+  auto gather = [&](int slot) {
+    const float* s = sRed + slot * kMaxK * TN;
+#pragma unroll
+    for (int a = 0; a < MT; ++a)
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        const float4 x = *reinterpret_cast<const float4*>(s + ((a * 4 + b) * 32 + lane) * 4);
+        acc[a][b][0] += x.x;
+        acc[a][b][1] += x.y;
+        acc[a][b][2] += x.z;
+        acc[a][b][3] += x.w;
+      }
+  };
+  static_assert(kVals * 32 <= kMaxK * TN, "a warp's partial fits a slot");
+  // Three rounds: warps 4-7 into 0-3, 2-3 into 0-1, 1 into 0. Slots 2 and 3 are free from
+  // the second round on: warps 4-7 stage T there meanwhile.
+  float* sT = sRed + 2 * kMaxK * TN;
+  if (warp >= 4) park(warp - 4);
+  __syncthreads();
+  if (warp < 4) gather(warp);
+  __syncthreads();
+  if (warp == 2 || warp == 3) park(warp - 2);
+  stage_t<K>(p.t + mat * p.t_stride, p.t_ld, sT, 4);
+  __syncthreads();
+  if (warp < 2) gather(warp);
+  __syncthreads();
+  if (warp == 1) park(0);
+  __syncthreads();
+  if (warp == 0) gather(0);
+  if (warp == 0)
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int k = KL * g + 2 * mt + (e >> 1), c = 4 * (2 * t + (e & 1)) + nt;
+          sW[k * TN + c] = acc[mt][nt][e];
+        }
+  __syncthreads();
+
+  // --- phase 2: W2 = T^T W, stored split as phase 3's B fragments ----------------------------
+  {
+    float w2[K / 8];
+    t_times_w<K>(sT, sW, w2);
+#pragma unroll
+    for (int q = 0; q < K / 8; ++q) {
+      const int k = K / 8 * warp + q;
+      const int tt = k / KQ, ks = (k % KQ) >> 1, h = k & 1, nt = lane >> 3, gg = lane & 7;
+      const int at = ((ks * 4 + nt) * 32 + 4 * gg + tt) * 2 + h;
+      split_tf32(w2[q], sBb[at], sBs[at]);
+    }
+  }
+  __syncthreads();
+
+  // --- phase 3: C -= V W2, warp w on rows R = 32 w .. (+256 per pass) -----------------------
+  for (int R = 32 * warp; R < rows; R += NT) {
+    float d[2][4][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = R + 16 * mt + g + 8 * h;
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+          float2 x = make_float2(0.0f, 0.0f);
+          if (r < rows) x = *reinterpret_cast<const float2*>(sC + swz(r, 8 * nt + 2 * t));
+          d[mt][nt][2 * h] = x.x;
+          d[mt][nt][2 * h + 1] = x.y;
+        }
+      }
+#pragma unroll 2
+    for (int ks = 0; ks < KS; ++ks) {
+      std::uint32_t ab[2][4], as[2][4];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt) {
+        float2 v[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = R + 16 * mt + g + 8 * h;
+          v[h] = r < rows ? __ldg(reinterpret_cast<const float2*>(vt + static_cast<std::int64_t>(r) * p.vt_ld +
+                                                                  KQ * t + 2 * ks))
+                          : make_float2(0.0f, 0.0f);
+        }
+        // -V, so that the accumulators (C) become C - V W2.
+        split_tf32(-v[0].x, ab[mt][0], as[mt][0]);
+        split_tf32(-v[1].x, ab[mt][1], as[mt][1]);
+        split_tf32(-v[0].y, ab[mt][2], as[mt][2]);
+        split_tf32(-v[1].y, ab[mt][3], as[mt][3]);
+      }
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const int at = ((ks * 4 + nt) * 32 + lane) * 2;
+        const uint2 xb = *reinterpret_cast<const uint2*>(sBb + at);
+        const uint2 xs = *reinterpret_cast<const uint2*>(sBs + at);
+        const std::uint32_t bb[2] = {xb.x, xb.y}, bs[2] = {xs.x, xs.y};
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) mma_3xtf32(d[mt][nt], ab[mt], as[mt], bb, bs);
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = R + 16 * mt + g + 8 * h;
+        if (r >= rows) continue;
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+          *reinterpret_cast<float2*>(sC + swz(r, 8 * nt + 2 * t)) = make_float2(d[mt][nt][2 * h], d[mt][nt][2 * h + 1]);
+      }
+  }
+  __syncthreads();
+
+  stripe_out(C, sC, rows, cn);
+}
+
+template <Layout L, int K, StripeMath M>
+constexpr auto kernel() {
+  if constexpr (M == StripeMath::tf32x3) return larfb_stripe_tc_kernel<L, K>;
+  else return larfb_stripe_kernel<L, K>;
+}
+
+template <Layout L, int K, StripeMath M>
+Status launch(const LarfbOperands& p, std::int64_t batch, cudaStream_t stream) {
+  const std::size_t smem = larfb_stripe_smem_bytes(p.rows);
+  const unsigned grid = static_cast<unsigned>(batch * ((p.ncols + TN - 1) / TN));
+  kernel<L, K, M>()<<<grid, NT, smem, stream>>>(p);
+  BATCHQR_CUDA_TRY(cudaGetLastError());
+  return Status::success;
+}
+
+template <Layout L, StripeMath M>
+Status launch_k(const LarfbOperands& p, std::int64_t batch, cudaStream_t stream) {
+  return p.jb == 64 ? launch<L, 64, M>(p, batch, stream) : launch<L, 32, M>(p, batch, stream);
+}
+
+template <Layout L, int K, StripeMath M>
+Status raise_limit() {
+  BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(larfb_stripe_smem_bytes(kLarfbStripeMaxRows))));
+  return Status::success;
+}
+
+template <StripeMath M>
+Status raise_limits() {
+  Status st = raise_limit<Layout::row_major, 32, M>();
+  if (st == Status::success) st = raise_limit<Layout::row_major, 64, M>();
+  if (st == Status::success) st = raise_limit<Layout::col_major, 32, M>();
+  if (st == Status::success) st = raise_limit<Layout::col_major, 64, M>();
+  return st;
+}
+
+}  // namespace
+
+Status larfb_stripe_initialize() {
+  const Status st = raise_limits<StripeMath::fp32>();
+  return st == Status::success ? raise_limits<StripeMath::tf32x3>() : st;
+}
+
+std::size_t larfb_stripe_smem_bytes(int rows) {
+  return sizeof(float) * (static_cast<std::size_t>(rows) * TN + static_cast<std::size_t>(kRedSlots) * kMaxK * TN +
+                          static_cast<std::size_t>(kMaxK) * TN);
+}
+
+bool larfb_stripe_can_implement(const LarfbOperands& p, std::int64_t batch) {
+  if ((p.jb != 32 && p.jb != 64) || p.ncols <= 0 || p.rows <= 0 || p.rows > kLarfbStripeMaxRows || batch <= 0)
+    return false;
+  if (p.vt_ld % 4 != 0 || p.vt_stride % 4 != 0 || reinterpret_cast<std::uintptr_t>(p.vt) % 16 != 0) return false;
+  const std::int64_t tiles = (p.ncols + TN - 1) / TN;
+  return batch <= INT_MAX / tiles;
+}
+
+Status launch_larfb_stripe(Layout layout, StripeMath math, const LarfbOperands& p, std::int64_t batch,
+                           cudaStream_t stream) {
+  if (!larfb_stripe_can_implement(p, batch)) return Status::not_supported;
+  if (math == StripeMath::tf32x3)
+    return layout == Layout::col_major ? launch_k<Layout::col_major, StripeMath::tf32x3>(p, batch, stream)
+                                       : launch_k<Layout::row_major, StripeMath::tf32x3>(p, batch, stream);
+  return layout == Layout::col_major ? launch_k<Layout::col_major, StripeMath::fp32>(p, batch, stream)
+                                     : launch_k<Layout::row_major, StripeMath::fp32>(p, batch, stream);
+}
+
+}  // namespace batchqr::cuda

@@ -1,0 +1,37 @@
+// larfb with the trailing matrix read once: one CTA per (matrix, 32-column stripe of C),
+// the whole stripe (all rows) held in shared memory while
+//   W  := V^T C,   W2 := T^T W,   C := C - V W2
+// run on it, so C crosses HBM once each way (three cuBLAS products read it twice and write
+// it once, and W makes two round trips). V and T are read through L1/L2: every stripe of a
+// matrix reads the same V.
+//
+// For K = 32 or 64 reflectors (inner panels and 64-column outer blocks) and up to 1024
+// rows (the stripe takes rows x 36 floats of shared memory). FP32 products and sums; each
+// entry of W is summed over rows in a fixed order (8 row groups, then a fixed tree), so
+// results do not depend on scheduling.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "batchqr/status.hpp"
+#include "batchqr/types.hpp"
+#include "cuda/larfb_operands.hpp"
+
+namespace batchqr::cuda {
+
+inline constexpr int kLarfbStripeMaxRows = 1024;
+
+
+// Exactly 32 or 64 reflectors, 1 .. 1024 rows, V^T rows float4-aligned (vt_ld and
+// vt_stride multiples of 4, vt 16-byte aligned), a grid of at most INT_MAX CTAs.
+bool larfb_stripe_can_implement(const LarfbOperands& args, std::int64_t batch);
+// Shared memory one CTA needs for `rows` rows (the stripe, W partials, W and W2).
+std::size_t larfb_stripe_smem_bytes(int rows);
+// Once per device (GeqrfOperation::initialize): the kernels' shared-memory limit.
+Status larfb_stripe_initialize();
+Status launch_larfb_stripe(Layout layout, StripeMath math, const LarfbOperands& args, std::int64_t batch,
+                           cudaStream_t stream);
+
+}  // namespace batchqr::cuda

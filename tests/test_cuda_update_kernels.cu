@@ -1,0 +1,127 @@
+// Each trailing-update kernel of the blocked path forced on (PlanHints), whatever the
+// policy would pick for the shape, so that every kernel is tested even where the policy
+// does not choose it today: larfb_stripe (K = 32 one level, K = 32 and 64 two level),
+// larfb_fused, and the three cuBLAS products. Every result goes through the gate.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+#include "batchqr/check/validate_device.hpp"
+#include "cuda/geqrf_device.hpp"
+#include "cuda/policy.hpp"
+#include "test_util.hpp"
+
+namespace batchqr::test {
+namespace {
+
+using check::Distribution;
+using cuda::GeqrfOperation;
+using cuda::GeqrfPlan;
+using cuda::PlanHints;
+
+class UpdateKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device";
+    ASSERT_EQ(cuda::query_device(-1, &dev_), Status::success);
+    ASSERT_EQ(GeqrfOperation::initialize(dev_), Status::success);
+    ASSERT_EQ(cuda::create_resources(&res_), Status::success);
+    created_ = true;
+  }
+  void TearDown() override {
+    if (created_) cuda::destroy_resources(res_);
+  }
+
+  // Factors `d` under `hints` and checks the gate; `expect` says which update the plan
+  // must have chosen (3 stripe 3xTF32, 2 stripe FP32, 1 fused, 0 cuBLAS), so that a test
+  // cannot pass on another.
+  void expect_accurate(const GeqrfDesc& d, const PlanHints& hints, int expect, Distribution dist, double cond) {
+    const GeqrfPlan plan = cuda::make_plan(dev_, d, hints);
+    ASSERT_EQ(plan.algorithm, cuda::Algorithm::blocked);
+    ASSERT_EQ(plan.stripe_update ? (plan.stripe_math == cuda::StripeMath::tf32x3 ? 3 : 2) : plan.fused_update ? 1 : 0,
+              expect);
+    const std::uint64_t seed = fresh_seed();
+    const std::string what = describe(d, dist, cond, seed) + " outer " + std::to_string(plan.outer_nb);
+    const auto h = generate_batch(d, dist, cond, seed);
+    const std::size_t bytes = h.size() * sizeof(float);
+    float *a0 = nullptr, *a = nullptr, *tau = nullptr;
+    void* ws = nullptr;
+    ASSERT_EQ(cudaMalloc(&a0, bytes), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&a, bytes), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&tau, std::max<std::size_t>(tau_extent(d), 1) * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&ws, std::max<std::size_t>(plan.workspace_bytes, 1)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(a0, h.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(a, h.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    GeqrfOperation::Arguments args{d, a, tau};
+    EXPECT_EQ(GeqrfOperation::run(dev_, res_, args, plan, ws, plan.workspace_bytes, nullptr), Status::success) << what;
+    check::GateReport rep;
+    EXPECT_TRUE(check::validate_device(d, a0, a, tau, &rep, nullptr)) << what;
+    EXPECT_TRUE(rep.pass()) << what;
+    EXPECT_LE(rep.worst_factor, factor_bound(d.m, d.n)) << what;
+    EXPECT_LE(rep.worst_orth, orth_bound(d.m, d.n)) << what;
+    // Padding between matrices is never written.
+    std::vector<float> out(h.size());
+    ASSERT_EQ(cudaMemcpy(out.data(), a, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (std::size_t i = 0; i < h.size(); ++i)
+      if (h[i] == 12345.0f) ASSERT_EQ(out[i], 12345.0f) << what << " index " << i;
+    cudaFree(ws);
+    cudaFree(tau);
+    cudaFree(a);
+    cudaFree(a0);
+  }
+
+  cuda::DeviceInfo dev_;
+  cuda::Resources res_;
+  bool created_ = false;
+};
+
+GeqrfDesc padded(int m, int n, std::int64_t batch, Layout layout) {
+  GeqrfDesc d = make_geqrf_desc(m, n, batch, layout);
+  d.ld += 3;  // padding after every row or column, and between matrices (never written)
+  d.stride = (layout == Layout::col_major ? n : m) * d.ld + 5;
+  return d;
+}
+
+// larfb_stripe in both maths: one level (K = 32), two level (K = 32 inside the block, 64
+// outside), rows not a multiple of 8 or 256, stripes narrower than 32, the 1024-row limit,
+// and updates it does not take (more rows) left to cuBLAS in the same call.
+TEST_F(UpdateKernels, Stripe) {
+  for (int math : {1, 2}) {
+    PlanHints one, two;
+    one.outer_nb = 32;
+    one.stripe_update = math;
+    two.outer_nb = 64;
+    two.stripe_update = math;
+    const int want = math + 1;
+    for (Layout layout : {Layout::row_major, Layout::col_major}) {
+      expect_accurate(make_geqrf_desc(176, 176, 7, layout), one, want, Distribution::mixed, 2.0);
+      expect_accurate(make_geqrf_desc(301, 250, 5, layout), one, want, Distribution::dense, 1.0);
+      expect_accurate(make_geqrf_desc(257, 300, 3, layout), two, want, Distribution::mixed, 2.0);
+      expect_accurate(make_geqrf_desc(520, 530, 17, layout), two, want, Distribution::mixed, 2.0);
+      expect_accurate(make_geqrf_desc(1024, 1000, 2, layout), two, want, Distribution::dense, 1.0);
+      expect_accurate(make_geqrf_desc(1100, 300, 2, layout), one, want, Distribution::dense, 1.0);  // first: cuBLAS
+      expect_accurate(padded(200, 150, 4, layout), one, want, Distribution::band, 1.0);
+      expect_accurate(make_geqrf_desc(100, 1000, 3, layout), two, want, Distribution::mixed, 2.0);  // wide
+      expect_accurate(make_geqrf_desc(200, 200, 300, layout), one, want, Distribution::dense, 1.0);  // batch > SMs
+    }
+  }
+}
+
+TEST_F(UpdateKernels, FusedAndCublas) {
+  PlanHints fused, blas;
+  fused.outer_nb = 32;
+  fused.fused_update = 1;
+  fused.stripe_update = 0;
+  blas.outer_nb = 32;
+  blas.fused_update = 0;
+  blas.stripe_update = 0;
+  for (Layout layout : {Layout::row_major, Layout::col_major}) {
+    expect_accurate(make_geqrf_desc(176, 176, 7, layout), fused, 1, Distribution::mixed, 2.0);
+    expect_accurate(make_geqrf_desc(301, 250, 5, layout), blas, 0, Distribution::dense, 1.0);
+  }
+}
+
+}  // namespace
+}  // namespace batchqr::test
