@@ -102,7 +102,7 @@ __device__ __forceinline__ void t_times_w(const float* sT, const float* sW, floa
   }
 }
 
-// Phase 1 (W = V^T C) gives lane (kq, cq) = (lane / 4, lane % 4) the K/8 x 8 block
+// StripeMath::fp32. Phase 1 (W = V^T C) gives lane (kq, cq) = (lane / 4, lane % 4) the K/8 x 8 block
 // W[kq K/8 ..][8 cq ..] of its warp's rows; the warps' blocks are then summed in a fixed
 // tree. Phase 3 (C -= V W2) gives each thread a 4-row x 8-column block of C per pass of
 // 256 rows: rows 32 w + 4 (lane / 4) .., columns 8 (lane % 4) ...
@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands
   constexpr int KT = K / 8;
   extern __shared__ __align__(16) float smem[];
   float* sC = smem;                            // [rows][TN], swizzled
-  float* sRed = sC + p.rows * TN;              // [kRedSlots][K][TN], swizzled by k / KT; later W2 [K][TN]
+  float* sRed = sC + p.rows * TN;              // [kRedSlots][K][TN], swizzled by k / KT; later W2 (slot 0), T (2-3)
   float* sW = sRed + kRedSlots * kMaxK * TN;   // [K][TN], plain
   float* sW2 = sRed;
 
@@ -276,7 +276,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
   constexpr int MT = K / 16, KL = K / 8, KQ = K / 4, KS = K / 8;
   extern __shared__ __align__(16) float smem[];
   float* sC = smem;                                  // [rows][TN], swizzled
-  float* sRed = sC + p.rows * TN;                    // [kRedSlots][MT * 64][32] W partials
+  float* sRed = sC + p.rows * TN;                    // [kRedSlots][MT * 64][32] W partials; later W2, T (2-3)
   float* sW = sRed + kRedSlots * kMaxK * TN;         // [K][TN], plain
   std::uint32_t* sBb = reinterpret_cast<std::uint32_t*>(sRed);  // [KS][4][32][2] W2 big (over sRed)
   std::uint32_t* sBs = sBb + KS * 4 * 32 * 2;                   // W2 small

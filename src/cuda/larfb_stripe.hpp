@@ -2,13 +2,14 @@
 // the whole stripe (all rows) held in shared memory while
 //   W  := V^T C,   W2 := T^T W,   C := C - V W2
 // run on it, so C crosses HBM once each way (three cuBLAS products read it twice and write
-// it once, and W makes two round trips). V and T are read through L1/L2: every stripe of a
-// matrix reads the same V.
+// it once, and W makes two round trips). V is read through L1/L2 (every stripe of a matrix
+// reads the same V); T is staged in shared memory.
 //
 // For K = 32 or 64 reflectors (inner panels and 64-column outer blocks) and up to 1024
-// rows (the stripe takes rows x 36 floats of shared memory). FP32 products and sums; each
-// entry of W is summed over rows in a fixed order (8 row groups, then a fixed tree), so
-// results do not depend on scheduling.
+// rows (the stripe takes rows x 32 floats of shared memory, plus 40 KiB). The two products
+// in 3xTF32 on tensor cores (StripeMath::tf32x3, the policy's) or in FP32 FMAs; each entry
+// of W is summed over rows in a fixed order (8 row groups, then a fixed tree), so results
+// do not depend on scheduling. Measurements: docs/perf-notes.md v8.
 #pragma once
 
 #include <cuda_runtime.h>
