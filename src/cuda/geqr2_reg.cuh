@@ -212,6 +212,15 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
     }
     return (s.x + s.y) + (s.z + s.w);
   };
+  // This lane's sums for the columns it holds that take part in step j (zero for the others).
+  auto column_sums = [&](const float* dot, int j, float (&d)[CT]) {
+#pragma unroll
+    for (int t = 0; t < CT; ++t) {
+      d[t] = 0.0f;
+      if (!needed(t, j)) continue;
+      d[t] = sum_partials(dot, t * 32 + lane);
+    }
+  };
   // kCluster: replaces d (this CTA's sums of the columns this lane holds) by the cluster's,
   // summed in rank order so that every CTA gets the same bits. xc: this column's buffer.
   // Every thread of every CTA calls it (it holds a cluster barrier).
@@ -286,12 +295,7 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
       // the owner lane by a shuffle, the same bits as summing it here, but the sums of the
       // reflector and of w no longer follow each other on the critical path.
       float dsum[CT];
-#pragma unroll
-      for (int t = 0; t < CT; ++t) {
-        dsum[t] = 0.0f;
-        if (!needed(t, j)) continue;
-        dsum[t] = sum_partials(dot, t * 32 + lane);
-      }
+      column_sums(dot, j, dsum);
       float* xc = sCta + (jr & 1) * NC;
       cluster_sums(dsum, xc, j);
       // Row j: here, or (cluster) in rank 0's shared memory.
@@ -361,12 +365,7 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
         }
         __syncthreads();
         float d2[CT];
-#pragma unroll
-        for (int t = 0; t < CT; ++t) {
-          d2[t] = 0.0f;
-          if (!needed(t, j)) continue;
-          d2[t] = sum_partials(dot, t * 32 + lane);
-        }
+        column_sums(dot, j, d2);
         cluster_sums(d2, xc, j);  // the fast path's readers of xc have passed the norm's barrier
 #pragma unroll
         for (int t = 0; t < CT; ++t) {

@@ -1,5 +1,6 @@
 // The compiled configurations of geqr2_reg_kernel: exactly kRegShapes (reg_config.hpp),
 // among which policy.cu's reg_config() picks. Included once per layout.
+#include "cuda/cluster_launch.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/geqr2_reg_launch.hpp"
 
@@ -19,19 +20,9 @@ template <Layout L, int R, int MaxW>
 Status launch_cluster_config(const Geqr2RegArgs& args, const RegConfig& rc, std::int64_t batch, cudaStream_t stream) {
   Geqr2RegArgs a = args;
   a.cluster = rc.cluster;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(batch * rc.cluster));
-  cfg.blockDim = dim3(rc.warps * 32);
-  cfg.dynamicSmemBytes = geqr2_reg_smem_bytes(rc.warps, MaxW, R, 1, true);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = static_cast<unsigned>(rc.cluster);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&cfg, geqr2_reg_kernel<L, R, 1, MaxW, true>, a));
+  const ClusterLaunch l(dim3(static_cast<unsigned>(batch * rc.cluster)), dim3(rc.warps * 32),
+                       geqr2_reg_smem_bytes(rc.warps, MaxW, R, 1, true), stream, rc.cluster);
+  BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&l.cfg, geqr2_reg_kernel<L, R, 1, MaxW, true>, a));
   return Status::success;
 }
 

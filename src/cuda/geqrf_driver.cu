@@ -5,6 +5,7 @@
 #include <climits>
 #include <utility>
 
+#include "cuda/cluster_launch.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/geqr2.cuh"
 #include "cuda/geqr2_reg_launch.hpp"
@@ -12,8 +13,8 @@
 #include "cuda/geqrf_device.hpp"
 #include "cuda/larfb.cuh"
 #include "cuda/larfb_fused.hpp"
-#include "cuda/larfb_stripe.hpp"
 #include "cuda/larfb_gemm.hpp"
+#include "cuda/larfb_stripe.hpp"
 #include "cuda/larft_merge.hpp"
 #include "cuda/policy.hpp"
 
@@ -22,22 +23,8 @@ namespace {
 
 template <Layout L, int NW, bool kSmem>
 Status launch_geqr2(const Geqr2Args& args, std::int64_t batch, std::size_t smem, cudaStream_t stream) {
-  auto kernel = geqr2_kernel<L, NW, kSmem>;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(batch * args.cluster));
-  cfg.blockDim = dim3(NW * 32);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  if (args.cluster > 1) {
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = static_cast<unsigned>(args.cluster);
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-  }
-  BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, args));
+  const ClusterLaunch l(dim3(static_cast<unsigned>(batch * args.cluster)), dim3(NW * 32), smem, stream, args.cluster);
+  BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&l.cfg, geqr2_kernel<L, NW, kSmem>, args));
   return Status::success;
 }
 

@@ -79,6 +79,29 @@ __device__ __forceinline__ void stage_t(const float* T, int t_ld, float* sT, int
   async_wait();
 }
 
+// The warps' W partials summed into warp 0 in a fixed order, through slots 0-3 of sRed:
+// warps 4-7 into 0-3, then 2-3 into 0-1, then 1 into 0 (park(slot) moves the calling
+// warp's partial into a slot, gather(slot) adds one to it). Slots 2 and 3 are free from
+// the second round on: warps 4-7 stage T there meanwhile. Returns where T is.
+template <int K, class Park, class Gather>
+__device__ __forceinline__ float* tree_sum_stage_t(Park& park, Gather& gather, float* sRed, const LarfbOperands& p,
+                                                   std::int64_t mat, int warp) {
+  float* sT = sRed + 2 * kMaxK * TN;
+  if (warp >= 4) park(warp - 4);
+  __syncthreads();
+  if (warp < 4) gather(warp);
+  __syncthreads();
+  if (warp == 2 || warp == 3) park(warp - 2);
+  stage_t<K>(p.t + mat * p.t_stride, p.t_ld, sT, 4);
+  __syncthreads();
+  if (warp < 2) gather(warp);
+  __syncthreads();
+  if (warp == 1) park(0);
+  __syncthreads();
+  if (warp == 0) gather(0);
+  return sT;
+}
+
 // W2 = T^T W for column `lane` and rows k = 8 warp + q, q < K / 8: w2[q] = sum_i T[i][k] W[i][c]
 // over all i (T's stored zeros below the diagonal add nothing), in order of i.
 template <int K>
@@ -183,21 +206,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands
       acc[a][4] += y.x; acc[a][5] += y.y; acc[a][6] += y.z; acc[a][7] += y.w;
     }
   };
-  // Three rounds: warps 4-7 into 0-3, 2-3 into 0-1, 1 into 0. Slots 2 and 3 are free from
-  // the second round on: warps 4-7 stage T there meanwhile.
-  float* sT = sRed + 2 * kMaxK * TN;
-  if (warp >= 4) park(warp - 4);
-  __syncthreads();
-  if (warp < 4) gather(warp);
-  __syncthreads();
-  if (warp == 2 || warp == 3) park(warp - 2);
-  stage_t<K>(p.t + mat * p.t_stride, p.t_ld, sT, 4);
-  __syncthreads();
-  if (warp < 2) gather(warp);
-  __syncthreads();
-  if (warp == 1) park(0);
-  __syncthreads();
-  if (warp == 0) gather(0);
+  float* sT = tree_sum_stage_t<K>(park, gather, sRed, p, mat, warp);
   if (warp == 0)
 #pragma unroll
     for (int a = 0; a < KT; ++a)
@@ -367,21 +376,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
       }
   };
   static_assert(kVals * 32 <= kMaxK * TN, "a warp's partial fits a slot");
-  // Three rounds: warps 4-7 into 0-3, 2-3 into 0-1, 1 into 0. Slots 2 and 3 are free from
-  // the second round on: warps 4-7 stage T there meanwhile.
-  float* sT = sRed + 2 * kMaxK * TN;
-  if (warp >= 4) park(warp - 4);
-  __syncthreads();
-  if (warp < 4) gather(warp);
-  __syncthreads();
-  if (warp == 2 || warp == 3) park(warp - 2);
-  stage_t<K>(p.t + mat * p.t_stride, p.t_ld, sT, 4);
-  __syncthreads();
-  if (warp < 2) gather(warp);
-  __syncthreads();
-  if (warp == 1) park(0);
-  __syncthreads();
-  if (warp == 0) gather(0);
+  float* sT = tree_sum_stage_t<K>(park, gather, sRed, p, mat, warp);
   if (warp == 0)
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)

@@ -61,29 +61,23 @@ RegConfig reg_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t ba
 
 RegConfig reg_cluster_config(const DeviceInfo& dev, int rows, int ncols, int force_rows_per_warp, int force_cluster) {
   RegConfig rc;
-  if (force_cluster > 1) {
-    // Tuning clients: exactly this many CTAs wherever rank 0 still holds the first 32 rows.
-    if (!dev.cluster_launch || ncols < 1 || ncols > kMaxPanelWidth || force_cluster > kMaxCluster ||
-        (rows + force_cluster - 1) / force_cluster < 32)
-      return rc;
-    for (const RegShape& s : {RegShape{16, 1, 16}, RegShape{32, 1, 16}, RegShape{32, 1, 32}}) {
-      if (force_rows_per_warp > 0 && s.rows_per_warp != force_rows_per_warp) continue;
-      const int w = ((rows + force_cluster - 1) / force_cluster + s.rows_per_warp - 1) / s.rows_per_warp;
-      if (w <= s.max_warps) return RegConfig{s.rows_per_warp, 1, s.max_warps, w, force_cluster};
-    }
+  if (!dev.cluster_launch || ncols < 1 || ncols > kMaxPanelWidth) return rc;
+  const bool forced = force_cluster > 1;
+  // Forced (tuning clients): exactly that many CTAs wherever rank 0 still holds the first
+  // 32 rows. Else only past what one CTA holds.
+  if (forced ? force_cluster > kMaxCluster || (rows + force_cluster - 1) / force_cluster < 32 : rows <= 32 * 32)
     return rc;
-  }
-  if (!dev.cluster_launch || ncols < 1 || ncols > kMaxPanelWidth || rows <= 32 * 32) return rc;
   // As in one CTA, fewer rows per warp shorten a column step (176x32: 16 rows per warp
   // 47 us, 32 rows 58 us, docs/perf-notes.md v7): 16 rows per warp while 8 CTAs of 16
   // warps hold the panel, then 32.
   constexpr RegShape kClusterShapes[] = {{16, 1, 16}, {32, 1, 16}, {32, 1, 32}};
-  for (const RegShape& s : kClusterShapes)
-    for (int cs = 2; cs <= kMaxCluster; cs *= 2) {
-      if (force_rows_per_warp > 0 && s.rows_per_warp != force_rows_per_warp) break;
+  for (const RegShape& s : kClusterShapes) {
+    if (force_rows_per_warp > 0 && s.rows_per_warp != force_rows_per_warp) continue;
+    for (int cs = forced ? force_cluster : 2; cs <= (forced ? force_cluster : kMaxCluster); cs *= 2) {
       const int w = ((rows + cs - 1) / cs + s.rows_per_warp - 1) / s.rows_per_warp;
       if (w <= s.max_warps) return RegConfig{s.rows_per_warp, 1, s.max_warps, w, cs};
     }
+  }
   return rc;
 }
 
@@ -92,14 +86,17 @@ PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool
   const std::size_t budget = dev.smem_per_block_optin;
   PanelPlan p;
   if (ncols <= kMaxPanelWidth) {
-    if (hints.reg_cluster > 1) {
-      p.reg = reg_cluster_config(dev, rows, ncols, hints.rows_per_warp, hints.reg_cluster);
-      if (p.reg.rows_per_warp > 0) {
-        p.cluster = p.reg.cluster;
-        p.smem_bytes = geqr2_reg_smem_bytes(p.reg.warps, p.reg.max_warps, 32, 1, true);
-        return p;
-      }
-    }
+    // A register panel over a cluster, where `rc` is one.
+    auto in_cluster = [&](const RegConfig& rc) {
+      if (rc.rows_per_warp == 0) return false;
+      p.reg = rc;
+      p.cluster = rc.cluster;
+      p.smem_bytes = geqr2_reg_smem_bytes(rc.warps, rc.max_warps, 32, 1, true);
+      return true;
+    };
+    if (hints.reg_cluster > 1 &&
+        in_cluster(reg_cluster_config(dev, rows, ncols, hints.rows_per_warp, hints.reg_cluster)))
+      return p;
     p.reg = reg_config(dev, rows, ncols, batch, hints.rows_per_warp);
     if (p.reg.rows_per_warp > 0) {
       p.smem_bytes = geqr2_reg_smem_bytes(p.reg.warps, p.reg.max_warps, p.reg.rows_per_warp, p.reg.col_tiles);
@@ -107,14 +104,7 @@ PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool
     }
     // Taller panels in the registers of a cluster (one cluster barrier per column) rather
     // than in geqr2_kernel (two): 3-12% faster at 2048-8192 rows (docs/perf-notes.md v8).
-    if (hints.reg_cluster != 0) {
-      p.reg = reg_cluster_config(dev, rows, ncols, hints.rows_per_warp);
-      if (p.reg.rows_per_warp > 0) {
-        p.cluster = p.reg.cluster;
-        p.smem_bytes = geqr2_reg_smem_bytes(p.reg.warps, p.reg.max_warps, 32, 1, true);
-        return p;
-      }
-    }
+    if (hints.reg_cluster != 0 && in_cluster(reg_cluster_config(dev, rows, ncols, hints.rows_per_warp))) return p;
   }
   p.warps = panel_warps(ncols);
   // Smallest cluster whose CTAs each hold their share of the panel.
