@@ -13,6 +13,8 @@
 
 #include "cuda/geqr2_reg_launch.hpp"
 #include "cuda/geqr2_warp_launch.hpp"
+#include "cuda/geqrf_device.hpp"
+#include "cuda/geqr2_wcol.hpp"
 #include "cuda/policy.hpp"
 
 using namespace batchqr;
@@ -42,7 +44,10 @@ int main(int argc, char** argv) {
     cudaMalloc(&tau, static_cast<std::size_t>(batch) * n * 4);
     cudaMemcpy(a0, h.data(), elems * 4, cudaMemcpyHostToDevice);
     DeviceInfo dev;
-    cudaDeviceGetAttribute(&dev.sm_count, cudaDevAttrMultiProcessorCount, 0);
+    if (query_device(-1, &dev) != Status::success || geqr2_wcol_initialize(dev) != Status::success) {
+      std::fprintf(stderr, "no usable CUDA device\n");
+      return 1;
+    }
     const RegConfig chosen = reg_config(dev, m, n, batch);
     auto time_launches = [&](auto&& launch) {
       const int reps = 20;
@@ -85,6 +90,48 @@ int main(int argc, char** argv) {
       std::printf("%6d %5d %6d | %3d %2d %4d %5d | %10.2f %s%s\n", m, n, batch, rc.rows_per_warp, rc.col_tiles,
                   rc.max_warps, rc.warps, us, is_policy ? "*" : "",
                   err != cudaSuccess ? cudaGetErrorString(err) : "");
+    }
+    // As the blocked path runs a panel (n <= 32): with T and V^T out, the policy's register
+    // panel against geqr2_wcol.
+    if (n <= kMaxPanelWidth && m >= n && geqr2_wcol_rows_per_lane(m) > 0) {
+      float *t = nullptr, *vt = nullptr;
+      cudaMalloc(&t, static_cast<std::size_t>(batch) * kMaxPanelWidth * kMaxPanelWidth * 4);
+      cudaMalloc(&vt, static_cast<std::size_t>(batch) * m * kMaxPanelWidth * 4);
+      Geqr2RegArgs g{};
+      g.a = a;
+      g.ld = n;
+      g.stride = static_cast<std::int64_t>(m) * n;
+      g.tau = tau;
+      g.tau_stride = n;
+      g.t_out = t;
+      g.t_stride = kMaxPanelWidth * kMaxPanelWidth;
+      g.t_ld = kMaxPanelWidth;
+      g.vt_out = vt;
+      g.vt_stride = static_cast<std::int64_t>(m) * kMaxPanelWidth;
+      g.vt_ld = kMaxPanelWidth;
+      g.rows = m;
+      g.ncols = n;
+      g.nrefl = n;
+      for (int wcol : {0, 1}) {
+        PanelHints hints;
+        hints.wcol = wcol;
+        const PanelPlan pp = panel_plan(dev, m, n, n, true, batch, hints);
+        if (wcol == 0 && pp.reg.rows_per_warp == 0) continue;
+        const float us = time_launches([&] {
+          if (wcol != 0) launch_geqr2_wcol(Layout::row_major, g, pp.wcol_rows_per_lane, batch, nullptr);
+          else launch_geqr2_reg(Layout::row_major, g, pp.reg, batch, nullptr);
+        });
+        const cudaError_t err = cudaGetLastError();
+        if (wcol != 0)
+          std::printf("%6d %5d %6d | panel+T geqr2_wcol, %2d rows/lane | %10.2f %s\n", m, n, batch,
+                      pp.wcol_rows_per_lane, us, err != cudaSuccess ? cudaGetErrorString(err) : "");
+        else
+          std::printf("%6d %5d %6d | panel+T reg %3d %4d %5d c%d   | %10.2f %s\n", m, n, batch, pp.reg.rows_per_warp,
+                      pp.reg.max_warps, pp.reg.warps, pp.reg.cluster, us,
+                      err != cudaSuccess ? cudaGetErrorString(err) : "");
+      }
+      cudaFree(vt);
+      cudaFree(t);
     }
     cudaFree(a);
     cudaFree(a0);

@@ -4,7 +4,7 @@
 // outer_width() in policy.cu rests on measurements. Not part of the library.
 //
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
-//                     [--panel-rows R] [--reg-cluster 0|1|c] [--layout row|col] [m n batch]...
+//                     [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--layout row|col] [m n batch]...
 //                     (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
 // --fused-update: one-level plans apply panels with larfb_fused (1) or cuBLAS (0), not
@@ -13,7 +13,8 @@
 // 0 cuBLAS, as planned); --panel-rows: register
 // panels take R rows per warp wherever a compiled shape of that R holds them;
 // --reg-cluster: panels of more than 1024 rows in the registers of a cluster (1) or in
-// geqr2_kernel (0); c > 1: every panel of >= 32 c rows on a cluster of c CTAs; --layout:
+// geqr2_kernel (0); c > 1: every panel of >= 32 c rows on a cluster of c CTAs; --wcol:
+// panels of at most 1024 rows on geqr2_wcol (1) or not (0); --layout:
 // of the matrices (default column-major).
 // Each width is timed with the look-ahead (side stream) and without it ("-").
 #include <cuda_runtime.h>
@@ -79,6 +80,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--reg-cluster" && i + 1 < argc) {
       panel.reg_cluster = std::max(0, std::atoi(argv[i + 1]));
       i += 2;
+    } else if (arg == "--wcol" && i + 1 < argc) {
+      panel.wcol = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
+      i += 2;
     } else if (arg == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[i + 1]));
       i += 2;
@@ -88,7 +92,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
-                   "[--panel-rows R] [--reg-cluster 0|1|c] [--layout row|col] [m n batch]...\n");
+                   "[--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--layout row|col] [m n batch]...\n");
       return 2;
     }
   }

@@ -49,7 +49,7 @@ fi
 note "$("$BUILD/batchqr" version)"
 
 if [ $run_tests = 1 ]; then
-  timeout 90 "$BUILD/tests/batchqr_gpu_tests" >"$OUT/gpu-tests.log" 2>&1
+  timeout 150 "$BUILD/tests/batchqr_gpu_tests" >"$OUT/gpu-tests.log" 2>&1
   rc=$?
   grep -E "^\[  FAILED  \]|Failure|Which is|actual|seed" "$OUT/gpu-tests.log" | head -30
   note "gpu tests: rc=$rc, $(grep -c '^\[       OK \]' "$OUT/gpu-tests.log") ok, $(grep -c '^\[  FAILED  \].*ms)' "$OUT/gpu-tests.log") failed"
@@ -68,6 +68,7 @@ if [ $run_san = 1 ]; then
   # modes (cuBLAS updates for fp32, batchqr's larfb kernels for tf32x3): one warp per
   # tiny matrix (EveryKernelPath, ExtremeScales: its LAPACK-order fallback), register fused
   # (1x50, 50x1), register panels with up to 16 and 32 warps (300x640, 100x777, 777x100),
+  # geqr2_wcol panels (300x640, 777x100; its FP64 reflector in ExtremeScales 600x40, 300x300),
   # cluster panels (2048x64, 3000x4), the global-memory panel (20000x40), wide (4x3000),
   # two-level blocking with its Gram products and larft_merge (TwoLevelBlocking), one-level
   # updates by larfb_fused and by cuBLAS (EveryKernelPath).
@@ -92,6 +93,9 @@ if [ $run_san = 1 ]; then
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 32 \
       --stripe 1 --reps 1 150 150 2 1100 64 1 >>"$L" 2>&1
     note "racecheck (larfb_stripe FP32, cluster panel): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
+    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 32 \
+      --wcol 1 --layout row --reps 1 300 200 2 >>"$L" 2>&1
+    note "racecheck (geqr2_wcol panels): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
   fi
 fi
 

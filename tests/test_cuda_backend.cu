@@ -113,8 +113,9 @@ TEST_P(Gpu, EveryDistribution) {
 // the batch are unaffected.
 TEST_P(Gpu, ExtremeScalesTakeTheCarefulPath) {
   const float scales[] = {1.0f, 1e-30f, 1e30f, 1e-18f, 1e18f, 1e-35f};
-  // 1500 x 40: panels of more than 1024 rows (a cluster's registers, or geqr2_kernel)
-  for (auto [m, n] : {std::pair{24, 24}, {48, 48}, {200, 200}, {1500, 40}})
+  // 1500 x 40: panels of more than 1024 rows (a cluster's registers, or geqr2_kernel);
+  // 600 x 40 and 300 x 300: geqr2_wcol's FP64 reflector
+  for (auto [m, n] : {std::pair{24, 24}, {48, 48}, {200, 200}, {1500, 40}, {600, 40}, {300, 300}})
     for (Layout layout : {Layout::row_major, Layout::col_major}) {
       const GeqrfDesc d = make_geqrf_desc(m, n, 6, layout);
       const std::uint64_t seed = test::fresh_seed();

@@ -9,6 +9,7 @@
 
 #include "batchqr/batchqr.hpp"
 #include "cuda/geqr2_warp_launch.hpp"
+#include "cuda/geqr2_wcol.hpp"
 #include "cuda/larft_merge.hpp"
 #include "cuda/policy.hpp"
 #include "test_util.hpp"
@@ -96,6 +97,13 @@ void expect_valid_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
   for (int j0 = 0; j0 < k; j0 += plan.nb) {
     const int jb = std::min(plan.nb, k - j0), rows = m - j0;
     const PanelPlan pp = panel_plan(dev, rows, jb, jb, n - j0 - jb > 0, plan.batch_chunk);
+    if (pp.wcol_rows_per_lane > 0) {
+      EXPECT_GE(32 * pp.wcol_rows_per_lane, rows);
+      EXPECT_LE(pp.smem_bytes, dev.smem_per_block_optin);
+      EXPECT_EQ(pp.smem_bytes, geqr2_wcol_smem(pp.wcol_rows_per_lane));
+      EXPECT_EQ(pp.wcol_rows_per_lane, geqr2_wcol_rows_per_lane(rows));
+      continue;
+    }
     if (pp.reg.rows_per_warp > 0) {
       expect_valid_reg(pp.reg, rows, jb);
       EXPECT_EQ(pp.reg.col_tiles, 1);
@@ -179,9 +187,38 @@ TEST(CudaPolicy, ForcedPanelRowsPerWarpWhereAShapeHoldsThePanel) {
   const PanelPlan forced = panel_plan(dev, 256, 32, 32, true, 1000, plan.panel);
   EXPECT_EQ(forced.reg.rows_per_warp, 16);
   EXPECT_EQ(forced.reg.warps, 16);
-  // No 16-row shape holds 512 rows: the policy's choice.
-  EXPECT_EQ(panel_plan(dev, 512, 32, 32, true, 1000, plan.panel).reg.rows_per_warp,
-            panel_plan(dev, 512, 32, 32, true, 1000).reg.rows_per_warp);
+  EXPECT_EQ(forced.wcol_rows_per_lane, 0);
+  // A forced R also keeps the panel off geqr2_wcol; no 16-row shape holds 512 rows: the
+  // register panel's own choice.
+  PanelHints reg_only;
+  reg_only.wcol = 0;
+  const PanelPlan forced512 = panel_plan(dev, 512, 32, 32, true, 1000, plan.panel);
+  EXPECT_EQ(forced512.wcol_rows_per_lane, 0);
+  EXPECT_EQ(forced512.reg.rows_per_warp, panel_plan(dev, 512, 32, 32, true, 1000, reg_only).reg.rows_per_warp);
+}
+
+TEST(CudaPolicy, TallerPanelsUpTo1024RowsOnWarpsThatOwnColumns) {
+  const DeviceInfo dev = h200();
+  for (std::int64_t batch : {1, 40, 640}) {
+    for (int rows : {257, 300, 384, 385, 512, 513, 640, 768, 769, 1000, 1024}) {
+      const PanelPlan pp = panel_plan(dev, rows, 32, 32, true, batch);
+      EXPECT_GT(pp.wcol_rows_per_lane, 0) << rows;
+      EXPECT_GE(32 * pp.wcol_rows_per_lane, rows);
+      EXPECT_LT(32 * (pp.wcol_rows_per_lane - 4), rows);  // the smallest that holds the panel
+      EXPECT_EQ(pp.reg.rows_per_warp, 0);
+    }
+    for (int rows : {1, 31, 32, 176, 256, 1025, 2048}) EXPECT_EQ(panel_plan(dev, rows, 32, 32, true, batch).wcol_rows_per_lane, 0) << rows;
+  }
+  EXPECT_EQ(geqr2_wcol_rows_per_lane(384), 12);
+  EXPECT_EQ(geqr2_wcol_rows_per_lane(385), 16);
+  EXPECT_EQ(geqr2_wcol_rows_per_lane(1025), 0);
+  // Hints: on for any panel it holds, off everywhere.
+  PanelHints on, off;
+  on.wcol = 1;
+  off.wcol = 0;
+  EXPECT_EQ(panel_plan(dev, 100, 20, 20, true, 40, on).wcol_rows_per_lane, 4);
+  EXPECT_EQ(panel_plan(dev, 1024, 32, 32, true, 40, off).wcol_rows_per_lane, 0);
+  EXPECT_GT(panel_plan(dev, 1024, 32, 32, true, 40, off).reg.rows_per_warp, 0);
 }
 
 TEST(CudaPolicy, TallPanelsInTheRegistersOfACluster) {

@@ -1,7 +1,8 @@
-// Each trailing-update kernel of the blocked path forced on (PlanHints), whatever the
-// policy would pick for the shape, so that every kernel is tested even where the policy
-// does not choose it today: larfb_stripe (K = 32 one level, K = 32 and 64 two level),
-// larfb_fused, and the three cuBLAS products. Every result goes through the gate.
+// Each trailing-update kernel and each panel kernel of the blocked path forced on
+// (PlanHints), whatever the policy would pick for the shape, so that every kernel is
+// tested even where the policy does not choose it today: larfb_stripe (K = 32 one level,
+// K = 32 and 64 two level), larfb_fused, the three cuBLAS products; geqr2_wcol and the
+// register panel for every panel of up to 1024 rows. Every result goes through the gate.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -35,13 +36,14 @@ class UpdateKernels : public ::testing::Test {
   }
 
   // Factors `d` under `hints` and checks the gate; `expect` says which update the plan
-  // must have chosen (3 stripe 3xTF32, 2 stripe FP32, 1 fused, 0 cuBLAS), so that a test
-  // cannot pass on another.
+  // must have chosen (3 stripe 3xTF32, 2 stripe FP32, 1 fused, 0 cuBLAS; -1 any), so that
+  // a test cannot pass on another.
   void expect_accurate(const GeqrfDesc& d, const PlanHints& hints, int expect, Distribution dist, double cond) {
     const GeqrfPlan plan = cuda::make_plan(dev_, d, hints);
     ASSERT_EQ(plan.algorithm, cuda::Algorithm::blocked);
-    ASSERT_EQ(plan.stripe_update ? (plan.stripe_math == cuda::StripeMath::tf32x3 ? 3 : 2) : plan.fused_update ? 1 : 0,
-              expect);
+    if (expect >= 0)
+      ASSERT_EQ(plan.stripe_update ? (plan.stripe_math == cuda::StripeMath::tf32x3 ? 3 : 2) : plan.fused_update ? 1 : 0,
+                expect);
     const std::uint64_t seed = fresh_seed();
     const std::string what = describe(d, dist, cond, seed) + " outer " + std::to_string(plan.outer_nb);
     const auto h = generate_batch(d, dist, cond, seed);
@@ -120,6 +122,29 @@ TEST_F(UpdateKernels, FusedAndCublas) {
   for (Layout layout : {Layout::row_major, Layout::col_major}) {
     expect_accurate(make_geqrf_desc(176, 176, 7, layout), fused, 1, Distribution::mixed, 2.0);
     expect_accurate(make_geqrf_desc(301, 250, 5, layout), blas, 0, Distribution::dense, 1.0);
+  }
+}
+
+// Every panel of up to 1024 rows on geqr2_wcol (its own configurations of 4 to 32 rows
+// per lane), then on the register panel: rows not a multiple of 4 or 32, panels narrower
+// than 32, padded strides, wide and tall, one and two level, both layouts.
+TEST_F(UpdateKernels, PanelKernels) {
+  for (int wcol : {1, 0}) {
+    PlanHints one, two;
+    one.outer_nb = 32;
+    one.panel.wcol = wcol;
+    two.outer_nb = 64;
+    two.panel.wcol = wcol;
+    for (Layout layout : {Layout::row_major, Layout::col_major}) {
+      expect_accurate(make_geqrf_desc(176, 176, 7, layout), one, -1, Distribution::mixed, 2.0);
+      expect_accurate(make_geqrf_desc(1000, 300, 3, layout), one, -1, Distribution::dense, 1.0);
+      expect_accurate(make_geqrf_desc(1024, 1024, 2, layout), two, -1, Distribution::mixed, 2.0);
+      expect_accurate(make_geqrf_desc(700, 650, 5, layout), two, -1, Distribution::nearcollinear, 1.0);
+      expect_accurate(make_geqrf_desc(45, 300, 9, layout), one, -1, Distribution::dense, 1.0);  // wide
+      expect_accurate(make_geqrf_desc(390, 77, 6, layout), one, -1, Distribution::rankdef, 1.0);
+      expect_accurate(padded(333, 200, 4, layout), one, -1, Distribution::band, 1.0);
+      expect_accurate(make_geqrf_desc(520, 520, 200, layout), two, -1, Distribution::mixed, 2.0);  // batch > SMs
+    }
   }
 }
 

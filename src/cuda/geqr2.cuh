@@ -66,20 +66,27 @@ __host__ __device__ constexpr int round_up2(int x) { return (x + 1) & ~1; }
 // (G[l][j] at sG[l * kGramLd + j]):  T[i][j] = -tau_j sum_{i <= l < j} T[i][l] G[l][j],
 // T[j][j] = tau_j. Then, if t_out is set, stores the 32 x 32 tile of matrix `mat` row-major
 // (zeros past nrefl) at t_out + mat * t_stride, rows t_ld apart.
+//
+// Right-looking: once T[i][l] is final it is added into the sums of every later column, so
+// the dependent chain per column is one FMA and one multiply rather than a dot of length j
+// (the sums keep the order l = 0, 1, ...: the same bits as the left-looking loop).
 __device__ __forceinline__ void larft_warp(const float* sG, const float* sTau, int nrefl, int lane, float* t_out,
                                            std::int64_t t_stride, int t_ld, std::int64_t mat) {
-  float trow[kMaxPanelWidth];
+  float trow[kMaxPanelWidth];  // trow[j]: the running sum of column j, then T[lane][j]
 #pragma unroll
-  for (int jj = 0; jj < kMaxPanelWidth; ++jj) {
-    trow[jj] = 0.0f;
-    if (jj < nrefl) {
-      float s = 0.0f;
+  for (int j = 0; j < kMaxPanelWidth; ++j) trow[j] = 0.0f;
 #pragma unroll
-      for (int l = 0; l < jj; ++l)
-        if (l >= lane) s = fmaf(trow[l], sG[l * kGramLd + jj], s);
-      const float t = sTau[jj];
-      trow[jj] = lane < jj ? -t * s : (lane == jj ? t : 0.0f);
+  for (int l = 0; l < kMaxPanelWidth; ++l) {
+    if (l >= nrefl) {
+      trow[l] = 0.0f;
+      continue;
     }
+    const float t = sTau[l];
+    trow[l] = lane < l ? -t * trow[l] : (lane == l ? t : 0.0f);
+    if (l >= lane)
+#pragma unroll
+      for (int j = l + 1; j < kMaxPanelWidth; ++j)
+        if (j < nrefl) trow[j] = fmaf(trow[l], sG[l * kGramLd + j], trow[j]);
   }
   if (t_out != nullptr) {
     // A 32 x 32 tile (t_ld == 32) is stored whole; a block of a wider T only where it lies.

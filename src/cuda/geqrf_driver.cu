@@ -10,6 +10,7 @@
 #include "cuda/geqr2.cuh"
 #include "cuda/geqr2_reg_launch.hpp"
 #include "cuda/geqr2_warp_launch.hpp"
+#include "cuda/geqr2_wcol.hpp"
 #include "cuda/geqrf_device.hpp"
 #include "cuda/larfb.cuh"
 #include "cuda/larfb_fused.hpp"
@@ -105,6 +106,7 @@ Status GeqrfOperation::initialize(const DeviceInfo& dev) {
   if (st == Status::success) st = raise_smem_limits<32>(dev);
   if (st == Status::success) st = larft_merge_initialize();
   if (st == Status::success) st = larfb_stripe_initialize();
+  if (st == Status::success) st = geqr2_wcol_initialize(dev);
   return st;
 }
 
@@ -164,6 +166,11 @@ Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args
   const GeqrfDesc& d = args.desc;
   const int rows = static_cast<int>(d.m) - j0;
   const PanelPlan pp = panel_plan(dev, rows, jb, jb, with_t, nbat, plan.panel);
+  if (pp.wcol_rows_per_lane > 0) {
+    Geqr2RegArgs g = reg_args(d, a, tau, j0, rows, jb, jb);
+    if (with_t) set_outputs(g, out);
+    return launch_geqr2_wcol(d.layout, g, pp.wcol_rows_per_lane, nbat, stream);
+  }
   if (pp.reg.rows_per_warp > 0) {
     Geqr2RegArgs g = reg_args(d, a, tau, j0, rows, jb, jb);
     if (with_t) set_outputs(g, out);

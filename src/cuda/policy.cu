@@ -5,6 +5,7 @@
 #include "cuda/geqr2.cuh"
 #include "cuda/geqr2_reg.cuh"
 #include "cuda/geqr2_warp_launch.hpp"
+#include "cuda/geqr2_wcol.hpp"
 #include "cuda/larfb.cuh"
 #include "cuda/larft_merge.hpp"
 #include "cuda/policy.hpp"
@@ -85,6 +86,15 @@ PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool
                      const PanelHints& hints) {
   const std::size_t budget = dev.smem_per_block_optin;
   PanelPlan p;
+  if (ncols <= kMaxPanelWidth && hints.reg_cluster <= 1 && hints.rows_per_warp == 0 &&
+      (hints.wcol >= 0 ? hints.wcol != 0 : wcol_panel(dev, rows, ncols, batch))) {
+    p.wcol_rows_per_lane = geqr2_wcol_rows_per_lane(rows);
+    if (p.wcol_rows_per_lane > 0) {
+      p.smem_bytes = geqr2_wcol_smem(p.wcol_rows_per_lane);
+      if (p.smem_bytes <= budget) return p;
+      p.wcol_rows_per_lane = 0;
+    }
+  }
   if (ncols <= kMaxPanelWidth) {
     // A register panel over a cluster, where `rc` is one.
     auto in_cluster = [&](const RegConfig& rc) {
@@ -128,6 +138,16 @@ PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool
   p.in_smem = true;
   p.smem_bytes = panel_bytes(p.rows_per_cta, ncols, nrefl, cs, with_t, true);
   return p;
+}
+
+bool wcol_panel(const DeviceInfo&, int rows, int ncols, std::int64_t) {
+  // Measured (docs/perf-notes.md v9; ncu per panel inside 512 x 640, row-major): geqr2_wcol
+  // against the register panel, us per launch, 512 rows 199 / 231, 448 191 / 231, 384 154 /
+  // 210, 320 149 / 164, 288 144 / 153, but 192 107 / 95, 128 98 / 81, 32 78 / 43: its
+  // column chain costs the same at any height up to its configuration's, while the
+  // register panel's shortens with the rows. Whole factorizations: 1024 x 60 5.45 -> 5.32
+  // ms, 400 x 1 0.645 -> 0.617, 176 x 40 0.242 -> 0.281 (all panels on it).
+  return ncols <= kMaxPanelWidth && rows > kWcolMinRows && rows <= kWcolMaxRows;
 }
 
 LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int tiles) {

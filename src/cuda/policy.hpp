@@ -48,9 +48,11 @@ struct PanelHints {
   int rows_per_warp = 0;  // register panels: this R where a compiled shape of it holds the panel
   int reg_cluster = -1;   // 0 / 1: panels of more than 1024 rows never / always on reg_cluster_config;
                           // c > 1: every panel of >= 32 c rows on a cluster of c CTAs
+  int wcol = -1;          // 0 / 1: panels of at most 1024 rows never / always on geqr2_wcol; -1: the policy's
 };
 
 struct PanelPlan {
+  int wcol_rows_per_lane = 0;  // > 0: geqr2_wcol_kernel of that configuration (first choice)
   RegConfig reg;         // reg.rows_per_warp > 0: geqr2_reg_kernel; else geqr2_kernel below
   int warps = 8;         // per CTA: 8, 16 or 32 (warp w owns columns w, w + warps, ...)
   int cluster = 1;       // CTAs per matrix
@@ -137,6 +139,8 @@ bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch);
 // Whether a gemm plan (one or two level) applies its updates with larfb_stripe where it
 // can (see GeqrfPlan).
 bool stripe_update(const DeviceInfo& dev, std::int64_t batch, bool two_level);
+// Whether a panel goes to geqr2_wcol (where one of its configurations holds it).
+bool wcol_panel(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch);
 // Warps per geqr2 CTA: one per column up to 32, at least 8.
 int panel_warps(int ncols);
 
