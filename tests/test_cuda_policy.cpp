@@ -183,7 +183,9 @@ TEST(CudaPolicy, ForcedPanelRowsPerWarpWhereAShapeHoldsThePanel) {
   hints.panel.rows_per_warp = 16;
   const GeqrfPlan plan = make_plan(dev, make_geqrf_desc(256, 256, 1000), hints);
   EXPECT_EQ(plan.panel.rows_per_warp, 16);
-  EXPECT_EQ(panel_plan(dev, 256, 32, 32, true, 1000).reg.rows_per_warp, 32);  // the policy's
+  PanelHints reg_policy;
+  reg_policy.wcol = 0;
+  EXPECT_EQ(panel_plan(dev, 256, 32, 32, true, 1000, reg_policy).reg.rows_per_warp, 32);  // the policy's
   const PanelPlan forced = panel_plan(dev, 256, 32, 32, true, 1000, plan.panel);
   EXPECT_EQ(forced.reg.rows_per_warp, 16);
   EXPECT_EQ(forced.reg.warps, 16);
@@ -200,14 +202,14 @@ TEST(CudaPolicy, ForcedPanelRowsPerWarpWhereAShapeHoldsThePanel) {
 TEST(CudaPolicy, TallerPanelsUpTo1024RowsOnWarpsThatOwnColumns) {
   const DeviceInfo dev = h200();
   for (std::int64_t batch : {1, 40, 640}) {
-    for (int rows : {257, 300, 384, 385, 512, 513, 640, 768, 769, 1000, 1024}) {
+    for (int rows : {193, 257, 300, 384, 385, 512, 513, 640, 768, 769, 1000, 1024}) {
       const PanelPlan pp = panel_plan(dev, rows, 32, 32, true, batch);
       EXPECT_GT(pp.wcol_rows_per_lane, 0) << rows;
       EXPECT_GE(32 * pp.wcol_rows_per_lane, rows);
       EXPECT_LT(32 * (pp.wcol_rows_per_lane - 4), rows);  // the smallest that holds the panel
       EXPECT_EQ(pp.reg.rows_per_warp, 0);
     }
-    for (int rows : {1, 31, 32, 176, 256, 1025, 2048}) EXPECT_EQ(panel_plan(dev, rows, 32, 32, true, batch).wcol_rows_per_lane, 0) << rows;
+    for (int rows : {1, 31, 32, 176, 192, 1025, 2048}) EXPECT_EQ(panel_plan(dev, rows, 32, 32, true, batch).wcol_rows_per_lane, 0) << rows;
   }
   EXPECT_EQ(geqr2_wcol_rows_per_lane(384), 12);
   EXPECT_EQ(geqr2_wcol_rows_per_lane(385), 16);

@@ -8,16 +8,17 @@
 // cross-warp sum; the only cross-warp traffic is v, which the warp owning a column
 // publishes in shared memory. Step j (one CTA barrier):
 //
-//   every warp reads v_j and tau_j, forms w_c = v_j^T a_c for its columns (for c < j this is
-//   G(c, j) = v_c^T v_j, which larft needs), and applies H_j to its columns c > j;
-//   the warp owning column j + 1 applies H_j to that column first and forms reflector j + 1
+//   the warp owning column j + 1 applies H_j to that column alone and forms reflector j + 1
 //   from it (LAPACK slarfg order: the norm of the updated column, then v = x / (alpha - beta)),
-//   publishing v_{j+1} (zeros above row j + 1, one on it) for step j + 1   -> barrier.
+//   publishing v_{j+1} (zeros above row j + 1, one on it); its other columns get H_j at the
+//   start of step j + 1, so that the barrier waits for one column's chain only;
+//   every other warp forms w_c = v_j^T a_c for its columns (for c < j this is
+//   G(c, j) = v_c^T v_j, which larft needs) and applies H_j to those right of j   -> barrier.
 //
-// So the chain of one column is one warp's dot, two butterflies, slarfg and a barrier; the
-// register panel (geqr2_reg.cuh) has every warp sum every column's cross-warp partials
-// instead. The norm is summed in FP32 while it lies in [2^-100, FLT_MAX], else again in
-// FP64 (tiny, huge, NaN): the same rule as the register panel. A NaN stays in its matrix.
+// The register panel (geqr2_reg.cuh) has every warp sum every column's cross-warp partials
+// instead, which costs less only for short panels (docs/perf-notes.md v9). The norm is
+// summed in FP32 while it lies in [2^-100, FLT_MAX], else again in FP64 (tiny, huge, NaN):
+// the register panel's rule. A NaN stays in its matrix.
 //
 // The panel is staged through shared memory in both directions (coalesced global access
 // in either layout); V^T, T (larft from G and tau) and tau are written as the register
@@ -47,8 +48,8 @@ __host__ __device__ constexpr int wcol_lane_stride(int rpl) { return (rpl / 4) %
 __host__ __device__ constexpr int wcol_stage_col(int rpl) { return 32 * (rpl + 1) + 1; }
 
 __host__ __device__ constexpr std::size_t geqr2_wcol_smem_bytes(int rpl) {
-  // v (two buffers, float4-aligned first), the staged panel (32 columns), tau, G
-  return sizeof(float) * (2 * static_cast<std::size_t>(32) * wcol_lane_stride(rpl) +
+  // v (three buffers, float4-aligned first), the staged panel (32 columns), tau, G
+  return sizeof(float) * (3 * static_cast<std::size_t>(32) * wcol_lane_stride(rpl) +
                           static_cast<std::size_t>(kMaxPanelWidth) * wcol_stage_col(rpl) + kMaxPanelWidth +
                           kMaxPanelWidth * kGramLd);
 }
@@ -105,8 +106,8 @@ __global__ void __launch_bounds__(32 * kWcolWarps, wcol_min_ctas(RPL))
   constexpr int SL = RPL + 1, SC = wcol_stage_col(RPL);    // staged panel: between lanes, columns
   static_assert(RPL % 4 == 0 && CPW == 4, "float4 rows, warp_allreduce4");
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  float* sV = reinterpret_cast<float*>(smem_raw);  // [2][CS] v_j by the parity of j
-  float* sA = sV + 2 * CS;                          // [32][SC] the panel, staged
+  float* sV = reinterpret_cast<float*>(smem_raw);  // [3][CS] v_j in buffer j % 3
+  float* sA = sV + 3 * CS;                          // [32][SC] the panel, staged
   float* sTau = sA + kMaxPanelWidth * SC;           // [32]
   float* sG = sTau + kMaxPanelWidth;                // [32][kGramLd]
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -153,7 +154,7 @@ __global__ void __launch_bounds__(32 * kWcolWarps, wcol_min_ctas(RPL))
 
   // Reflector jn from column a[K] (this warp owns column jn): beta on row jn, v below it in
   // a[K]; v (zeros above jn, one on it) to sV[jn & 1], tau to sTau[jn].
-  auto reflect = [&](auto k_c, int jn) {
+  auto reflect = [&](auto k_c, int jn, int buf) {
     constexpr int K = decltype(k_c)::value;
     float s0 = 0.0f, s1 = 0.0f, al = 0.0f;
 #pragma unroll
@@ -166,7 +167,7 @@ __global__ void __launch_bounds__(32 * kWcolWarps, wcol_min_ctas(RPL))
     }
     const float ss = warp_allreduce_sum(s0 + s1);
     const float alpha = __shfl_sync(0xffffffffu, al, jn / RPL);
-    float* vb = sV + (jn & 1) * CS + lane * LS;
+    float* vb = sV + buf * CS + lane * LS;
     float tau, beta;
     if (ss >= 0x1p-100f && ss <= FLT_MAX) {  // warp-uniform: the same bits in every lane
       const Reflector<float> h = slarfg_fp32(alpha, ss);
@@ -223,12 +224,18 @@ __global__ void __launch_bounds__(32 * kWcolWarps, wcol_min_ctas(RPL))
     else f(K3{});
   };
 
-  if (warp == 0 && nrefl > 0) reflect(K0{}, 0);
+  if (warp == 0 && nrefl > 0) reflect(K0{}, 0, 0);
   __syncthreads();
 
-  for (int j = 0; j < nrefl; ++j) {
-    float v[RPL];
-    const float* vb = sV + (j & 1) * CS + lane * LS;
+  // Step j. The warp owning column j + 1 does only that column (H_j, then reflector j + 1)
+  // before the barrier, and applies H_j to its other columns at the start of step j + 1,
+  // where it is not the owner: the barrier waits for one column's chain, not for a chain
+  // plus a warp's whole update. v is kept three deep for that (v_{j-1} is read again in
+  // step j while v_{j+1} is written).
+  int bj = 0;  // the buffer of v_j: j % 3
+  float v[RPL];
+  auto load_v = [&](int b) {
+    const float* vb = sV + b * CS + lane * LS;
 #pragma unroll
     for (int i = 0; i < RPL; i += 4) {
       const float4 f = *reinterpret_cast<const float4*>(vb + i);
@@ -237,43 +244,56 @@ __global__ void __launch_bounds__(32 * kWcolWarps, wcol_min_ctas(RPL))
       v[i + 2] = f.z;
       v[i + 3] = f.w;
     }
-    const float tau = sTau[j];
+  };
+  auto dot = [&](const float (&x)[RPL]) {
+    float d0 = 0.0f, d1 = 0.0f;
+#pragma unroll
+    for (int i = 0; i < RPL; i += 2) {
+      d0 = fmaf(v[i], x[i], d0);
+      d1 = fmaf(v[i + 1], x[i + 1], d1);
+    }
+    return d0 + d1;
+  };
+  // H_s (v in registers) on this warp's columns right of s except `skip`; G(c, s) for c < s.
+  auto update_columns = [&](int s, float tau, int skip) {
     float d[CPW];
 #pragma unroll
-    for (int k = 0; k < CPW; ++k) {
-      float d0 = 0.0f, d1 = 0.0f;
-#pragma unroll
-      for (int i = 0; i < RPL; i += 2) {
-        d0 = fmaf(v[i], a[k][i], d0);
-        d1 = fmaf(v[i + 1], a[k][i + 1], d1);
-      }
-      d[k] = d0 + d1;
-    }
+    for (int k = 0; k < CPW; ++k) d[k] = dot(a[k]);
     warp_allreduce4(d, lane);
-
-    // The next column first: its reflector is the next step's input.
-    const int jn = j + 1;
-    const bool next_here = jn < nrefl && jn % NW == warp;
-    if (next_here)
-      for_tile(jn / NW, [&](auto k_c) {
-        constexpr int K = decltype(k_c)::value;
-        apply(k_c, tau * d[K], v);
-        reflect(k_c, jn);
-      });
 #pragma unroll
     for (int k = 0; k < CPW; ++k) {
       const int c = warp + k * NW;
-      if (c > j && c < ncols && !(next_here && c == jn)) {
+      if (c > s && c < ncols && c != skip) {
         const float tw = tau * d[k];
 #pragma unroll
         for (int i = 0; i < RPL; ++i) a[k][i] = fmaf(-tw, v[i], a[k][i]);
-      } else if (c < j && want_t && lane == 0) {
-        sG[c * kGramLd + j] = d[k];  // v_c^T v_j: column c holds v_c on every row where v_j is nonzero
+      } else if (c < s && want_t && lane == 0) {
+        sG[c * kGramLd + s] = d[k];  // v_c^T v_s: column c holds v_c on every row where v_s is nonzero
       }
     }
-    __syncthreads();
-  }
+  };
 
+  for (int j = 0; j < nrefl; ++j) {
+    const int bp = bj == 0 ? 2 : bj - 1, bn = bj == 2 ? 0 : bj + 1;
+    if (j >= 1 && j % NW == warp) {  // owner of column j in step j - 1: its deferred H_{j-1}
+      load_v(bp);
+      update_columns(j - 1, sTau[j - 1], j);
+    }
+    load_v(bj);
+    const float tau = sTau[j];
+    const int jn = j + 1;
+    if (jn < nrefl && jn % NW == warp) {
+      for_tile(jn / NW, [&](auto k_c) {
+        constexpr int K = decltype(k_c)::value;
+        apply(k_c, tau * warp_allreduce_sum(dot(a[K])), v);
+        reflect(k_c, jn, bn);
+      });
+    } else {
+      update_columns(j, tau, -1);
+    }
+    __syncthreads();
+    bj = bn;
+  }
   // --- write back through shared memory; warp 0 forms T (larft) first ------------------------
 #pragma unroll
   for (int k = 0; k < CPW; ++k) {

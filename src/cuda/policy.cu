@@ -141,12 +141,12 @@ PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool
 }
 
 bool wcol_panel(const DeviceInfo&, int rows, int ncols, std::int64_t) {
-  // Measured (docs/perf-notes.md v9; ncu per panel inside 512 x 640, row-major): geqr2_wcol
-  // against the register panel, us per launch, 512 rows 199 / 231, 448 191 / 231, 384 154 /
-  // 210, 320 149 / 164, 288 144 / 153, but 192 107 / 95, 128 98 / 81, 32 78 / 43: its
-  // column chain costs the same at any height up to its configuration's, while the
-  // register panel's shortens with the rows. Whole factorizations: 1024 x 60 5.45 -> 5.32
-  // ms, 400 x 1 0.645 -> 0.617, 176 x 40 0.242 -> 0.281 (all panels on it).
+  // Measured (docs/perf-notes.md v9; ncu, each panel inside 512 x 640, row-major): geqr2_wcol
+  // against the register panel, us per launch: 512 rows 177 / 231, 384 139 / 210, 288 138 /
+  // 153, 224 99 / 153, but 192 97 / 95, 128 87 / 81, 32 66 / 43. Its column chain costs
+  // about the same at any height up to its configuration's, while the register panel's
+  // shortens with the rows. Whole factorizations, all panels on it against none: 1024 x 60
+  // 5.17 / 5.51 ms, 512 x 640 6.46 / 6.80, 256 x 40 0.389 / 0.398, 176 x 40 0.265 / 0.238.
   return ncols <= kMaxPanelWidth && rows > kWcolMinRows && rows <= kWcolMaxRows;
 }
 
