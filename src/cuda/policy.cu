@@ -146,7 +146,7 @@ bool wcol_panel(const DeviceInfo&, int rows, int ncols, std::int64_t) {
   // 153, 224 99 / 153, but 192 97 / 95, 128 87 / 81, 32 66 / 43. Its column chain costs
   // about the same at any height up to its configuration's, while the register panel's
   // shortens with the rows. Whole factorizations, all panels on it against none: 1024 x 60
-  // 5.17 / 5.51 ms, 512 x 640 6.46 / 6.80, 256 x 40 0.389 / 0.398, 176 x 40 0.265 / 0.238.
+  // 5.17 / 5.53 ms, 512 x 640 6.46 / 6.81, 256 x 40 0.389 / 0.398, 176 x 40 0.265 / 0.238.
   return ncols <= kMaxPanelWidth && rows > kWcolMinRows && rows <= kWcolMaxRows;
 }
 
