@@ -122,13 +122,12 @@ int main(int argc, char** argv) {
           else launch_geqr2_reg(Layout::row_major, g, pp.reg, batch, nullptr);
         });
         const cudaError_t err = cudaGetLastError();
-        if (wcol != 0)
-          std::printf("%6d %5d %6d | panel+T geqr2_wcol, %2d rows/lane | %10.2f %s\n", m, n, batch,
-                      pp.wcol_rows_per_lane, us, err != cudaSuccess ? cudaGetErrorString(err) : "");
-        else
-          std::printf("%6d %5d %6d | panel+T reg %3d %4d %5d c%d   | %10.2f %s\n", m, n, batch, pp.reg.rows_per_warp,
-                      pp.reg.max_warps, pp.reg.warps, pp.reg.cluster, us,
-                      err != cudaSuccess ? cudaGetErrorString(err) : "");
+        char shape[64];
+        if (wcol != 0) std::snprintf(shape, sizeof shape, "geqr2_wcol, %2d rows/lane", pp.wcol_rows_per_lane);
+        else std::snprintf(shape, sizeof shape, "reg %3d %4d %5d c%d  ", pp.reg.rows_per_warp, pp.reg.max_warps,
+                           pp.reg.warps, pp.reg.cluster);
+        std::printf("%6d %5d %6d | panel+T %s | %10.2f %s\n", m, n, batch, shape, us,
+                    err != cudaSuccess ? cudaGetErrorString(err) : "");
       }
       cudaFree(vt);
       cudaFree(t);

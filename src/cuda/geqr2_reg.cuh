@@ -345,17 +345,10 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
           s = 0.0;
           for (int q = 0; q < cs; ++q) s += *cluster.map_shared_rank(sCtaNorm, q);
         }
-        const double xnorm = sqrt(s), al = alpha;
-        double scale64 = 0.0;
-        if (xnorm != 0.0) {  // NaN goes here too
-          const Reflector<double> h = slarfg_fp64(al, xnorm);
-          beta = static_cast<float>(h.beta);
-          tau = static_cast<float>(h.tau);
-          scale64 = h.scale;
-        } else {
-          tau = 0.0f;  // an exactly zero column below the diagonal: H = I
-          beta = alpha;
-        }
+        const ReflectorFp64Scale h = slarfg_fp64_or_identity(alpha, sqrt(s));
+        beta = h.beta;
+        tau = h.tau;
+        const double scale64 = h.scale;
         if (!above && tau != 0.0f) {
           if (lane == jl)
 #pragma unroll

@@ -32,6 +32,7 @@
 #include "cuda/geqr2_reg.cuh"
 #include "cuda/householder.cuh"
 #include "cuda/matrix_view.cuh"
+#include "cuda/smem_vec.cuh"
 
 namespace batchqr::cuda {
 
@@ -77,21 +78,13 @@ __device__ __forceinline__ void warp_allreduce4(float (&d)[4], int lane) {
 __device__ __noinline__ float2 wcol_reflector_fp64(float* v, int nr, int r0, int jn, float alpha) {
   double s = 0.0;
   for (int i = 0; i < nr; ++i) s = fma(static_cast<double>(v[i]), static_cast<double>(v[i]), s);
-  const double xnorm = sqrt(warp_allreduce_sum(s));
-  float beta = alpha, tau = 0.0f;
-  double scale = 0.0;
-  if (xnorm != 0.0) {  // NaN goes here too
-    const Reflector<double> h = slarfg_fp64(alpha, xnorm);
-    beta = static_cast<float>(h.beta);
-    tau = static_cast<float>(h.tau);
-    scale = h.scale;
-  }
+  const ReflectorFp64Scale h = slarfg_fp64_or_identity(alpha, sqrt(warp_allreduce_sum(s)));
   for (int i = 0; i < nr; ++i) {
     const int r = r0 + i;
-    v[i] = r > jn ? static_cast<float>(static_cast<double>(v[i]) * scale) : (r == jn ? 1.0f : 0.0f);
+    v[i] = r > jn ? static_cast<float>(static_cast<double>(v[i]) * h.scale) : (r == jn ? 1.0f : 0.0f);
   }
   __syncwarp();
-  return make_float2(beta, tau);
+  return make_float2(h.beta, h.tau);
 }
 
 // CTAs per SM the kernel's registers are bounded for: a column is a chain of latencies,
@@ -234,17 +227,7 @@ __global__ void __launch_bounds__(32 * kWcolWarps, wcol_min_ctas(RPL))
   // step j while v_{j+1} is written).
   int bj = 0;  // the buffer of v_j: j % 3
   float v[RPL];
-  auto load_v = [&](int b) {
-    const float* vb = sV + b * CS + lane * LS;
-#pragma unroll
-    for (int i = 0; i < RPL; i += 4) {
-      const float4 f = *reinterpret_cast<const float4*>(vb + i);
-      v[i] = f.x;
-      v[i + 1] = f.y;
-      v[i + 2] = f.z;
-      v[i + 3] = f.w;
-    }
-  };
+  auto load_v = [&](int b) { load_float4s(sV + b * CS + lane * LS, v); };
   auto dot = [&](const float (&x)[RPL]) {
     float d0 = 0.0f, d1 = 0.0f;
 #pragma unroll

@@ -166,15 +166,11 @@ Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args
   const GeqrfDesc& d = args.desc;
   const int rows = static_cast<int>(d.m) - j0;
   const PanelPlan pp = panel_plan(dev, rows, jb, jb, with_t, nbat, plan.panel);
-  if (pp.wcol_rows_per_lane > 0) {
+  if (pp.wcol_rows_per_lane > 0 || pp.reg.rows_per_warp > 0) {  // the two register-resident panels
     Geqr2RegArgs g = reg_args(d, a, tau, j0, rows, jb, jb);
     if (with_t) set_outputs(g, out);
-    return launch_geqr2_wcol(d.layout, g, pp.wcol_rows_per_lane, nbat, stream);
-  }
-  if (pp.reg.rows_per_warp > 0) {
-    Geqr2RegArgs g = reg_args(d, a, tau, j0, rows, jb, jb);
-    if (with_t) set_outputs(g, out);
-    return launch_geqr2_reg(d.layout, g, pp.reg, nbat, stream);
+    return pp.wcol_rows_per_lane > 0 ? launch_geqr2_wcol(d.layout, g, pp.wcol_rows_per_lane, nbat, stream)
+                                     : launch_geqr2_reg(d.layout, g, pp.reg, nbat, stream);
   }
   Geqr2Args ga = panel_args(args, a, tau, j0, rows, jb, jb, pp);
   if (with_t) set_outputs(ga, out);

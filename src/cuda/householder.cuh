@@ -33,4 +33,22 @@ __device__ __forceinline__ Reflector<double> slarfg_fp64(double alpha, double xn
   return r;
 }
 
+// slarfg_fp64 with beta and tau narrowed to FP32 (the scale stays FP64, which a tiny
+// alpha - beta needs), or H = I (tau = 0, beta = alpha, scale = 0) for xnorm = 0, as LAPACK
+// does for an exactly zero x(1:). A NaN xnorm gives NaN factors.
+struct ReflectorFp64Scale {
+  float beta, tau;
+  double scale;
+};
+__device__ __forceinline__ ReflectorFp64Scale slarfg_fp64_or_identity(float alpha, double xnorm) {
+  ReflectorFp64Scale r{alpha, 0.0f, 0.0};
+  if (xnorm != 0.0) {  // NaN goes here too
+    const Reflector<double> h = slarfg_fp64(alpha, xnorm);
+    r.beta = static_cast<float>(h.beta);
+    r.tau = static_cast<float>(h.tau);
+    r.scale = h.scale;
+  }
+  return r;
+}
+
 }  // namespace batchqr::cuda

@@ -4,6 +4,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/matrix_view.cuh"
+#include "cuda/smem_vec.cuh"
 
 namespace batchqr::cuda {
 namespace {
@@ -22,18 +23,6 @@ __device__ __forceinline__ void stage_v(const float* vt, std::int64_t vt_ld, int
   for (int i = threadIdx.x; i < RC * NB; i += NT) {
     const int r = i / NB, k = i % NB;
     sV[r][k] = r < rn ? vt[(r0 + r) * vt_ld + k] : 0.0f;
-  }
-}
-
-// A 16-byte-aligned row of NB floats in shared memory into registers, as float4 loads.
-__device__ __forceinline__ void load_row(const float* src, float (&dst)[NB]) {
-#pragma unroll
-  for (int k4 = 0; k4 < NB; k4 += 4) {
-    const float4 f = *reinterpret_cast<const float4*>(src + k4);
-    dst[k4] = f.x;
-    dst[k4 + 1] = f.y;
-    dst[k4 + 2] = f.z;
-    dst[k4 + 3] = f.w;
   }
 }
 
@@ -102,12 +91,12 @@ __global__ void __launch_bounds__(NT) larfb_fused_kernel(const LarfbOperands p) 
   // row-major: it keeps column t % 32 of W2 in registers and walks 8 rows.
   const int fixed = kCol ? tid % RC : tid % TN;
   float keep[NB];
-  if constexpr (!kCol) load_row(&sWt[fixed][0], keep);
+  if constexpr (!kCol) load_float4s(&sWt[fixed][0], keep);
   for (int r0 = 0; r0 < p.rows; r0 += RC) {
     const int rn = min(RC, p.rows - r0);
     stage_v(vt, p.vt_ld, r0, rn, sV);
     __syncthreads();
-    if constexpr (kCol) load_row(&sV[fixed][0], keep);
+    if constexpr (kCol) load_float4s(&sV[fixed][0], keep);
 #pragma unroll 2
     for (int q = 0; q < RC * TN / NT; ++q) {
       const int r = kCol ? fixed : tid / TN + q * (NT / TN);
