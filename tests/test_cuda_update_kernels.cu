@@ -6,10 +6,15 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "batchqr/check/validate_device.hpp"
 #include "cuda/geqrf_device.hpp"
+#include "cuda/mma_tf32.cuh"
 #include "cuda/policy.hpp"
 #include "test_util.hpp"
 
@@ -20,6 +25,30 @@ using check::Distribution;
 using cuda::GeqrfOperation;
 using cuda::GeqrfPlan;
 using cuda::PlanHints;
+
+// One m16n8k8 TF32 product per pass: operands as given (raw) and with their low 13 bits
+// cleared (clean). split_tf32 relies on the two being equal bit for bit.
+__global__ void tf32_operand_bits_kernel(const float* a, const float* b, float* raw, float* clean, int passes) {
+  const int lane = threadIdx.x;
+  for (int p = 0; p < passes; ++p) {
+    std::uint32_t ar[4], ac[4], br[2], bc[2];
+    for (int i = 0; i < 4; ++i) {
+      ar[i] = __float_as_uint(a[(p * 32 + lane) * 4 + i]);
+      ac[i] = ar[i] & 0xffffe000u;
+    }
+    for (int i = 0; i < 2; ++i) {
+      br[i] = __float_as_uint(b[(p * 32 + lane) * 2 + i]);
+      bc[i] = br[i] & 0xffffe000u;
+    }
+    float dr[4] = {0.0f, 0.0f, 0.0f, 0.0f}, dc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    cuda::mma_tf32(dr, ar, br);
+    cuda::mma_tf32(dc, ac, bc);
+    for (int i = 0; i < 4; ++i) {
+      raw[(p * 32 + lane) * 4 + i] = dr[i];
+      clean[(p * 32 + lane) * 4 + i] = dc[i];
+    }
+  }
+}
 
 class UpdateKernels : public ::testing::Test {
  protected:
@@ -146,6 +175,37 @@ TEST_F(UpdateKernels, PanelKernels) {
       expect_accurate(make_geqrf_desc(520, 520, 200, layout), two, -1, Distribution::mixed, 2.0);  // batch > SMs
     }
   }
+}
+
+// The tensor cores read only the top 19 bits of a .tf32 operand (split_tf32 passes the small
+// part untruncated and relies on it): products of operands with random low bits equal
+// those of the same operands with the low bits cleared, bit for bit.
+TEST_F(UpdateKernels, Tf32OperandBits) {
+  constexpr int kPasses = 64;
+  std::mt19937 gen(static_cast<std::uint32_t>(fresh_seed()));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> a(kPasses * 32 * 4), b(kPasses * 32 * 2);
+  for (float& x : a) x = normal(gen);
+  for (float& x : b) x = normal(gen);
+  float *da = nullptr, *db = nullptr, *draw = nullptr, *dclean = nullptr;
+  ASSERT_EQ(cudaMalloc(&da, a.size() * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&db, b.size() * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&draw, a.size() * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dclean, a.size() * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(da, a.data(), a.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(db, b.data(), b.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  tf32_operand_bits_kernel<<<1, 32>>>(da, db, draw, dclean, kPasses);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> raw(a.size()), clean(a.size());
+  ASSERT_EQ(cudaMemcpy(raw.data(), draw, raw.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(clean.data(), dclean, clean.size() * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  int differ = 0;
+  for (std::size_t i = 0; i < raw.size(); ++i) differ += std::memcmp(&raw[i], &clean[i], sizeof(float)) != 0;
+  EXPECT_EQ(differ, 0) << "of " << raw.size() << " products";
+  cudaFree(dclean);
+  cudaFree(draw);
+  cudaFree(db);
+  cudaFree(da);
 }
 
 }  // namespace

@@ -278,7 +278,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands
 //     k = KL g + 2 mt (+1), n-tile nt column g is c = 4 g + nt;
 //   phase 3, C -= V W2 on 32-row x 32-column warp tiles: k-step ks column t (+4) is
 //     k = KQ t + 2 ks (+1); n-tile nt column g is c = 8 nt + g.
-// W2 is stored split (big, small) in the order phase 3 reads its B fragments.
+// -W2 is stored split (big, small) in the order phase 3 reads its B fragments.
 template <Layout L, int K>
 __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOperands p) {
   static_assert(K == 32 || K == 64, "whole m16 tiles of W");
@@ -389,7 +389,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
         }
   __syncthreads();
 
-  // --- phase 2: W2 = T^T W, stored split as phase 3's B fragments ----------------------------
+  // --- phase 2: W2 = T^T W, stored negated and split as phase 3's B fragments ------------------
   {
     float w2[K / 8];
     t_times_w<K>(sT, sW, w2);
@@ -398,7 +398,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
       const int k = K / 8 * warp + q;
       const int tt = k / KQ, ks = (k % KQ) >> 1, h = k & 1, nt = lane >> 3, gg = lane & 7;
       const int at = ((ks * 4 + nt) * 32 + 4 * gg + tt) * 2 + h;
-      split_tf32(w2[q], sBb[at], sBs[at]);
+      split_tf32(-w2[q], sBb[at], sBs[at]);  // -W2, so that the accumulators (C) become C - V W2
     }
   }
   __syncthreads();
@@ -432,11 +432,10 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
                                                                   KQ * t + 2 * ks))
                           : make_float2(0.0f, 0.0f);
         }
-        // -V, so that the accumulators (C) become C - V W2.
-        split_tf32(-v[0].x, ab[mt][0], as[mt][0]);
-        split_tf32(-v[1].x, ab[mt][1], as[mt][1]);
-        split_tf32(-v[0].y, ab[mt][2], as[mt][2]);
-        split_tf32(-v[1].y, ab[mt][3], as[mt][3]);
+        split_tf32(v[0].x, ab[mt][0], as[mt][0]);
+        split_tf32(v[1].x, ab[mt][1], as[mt][1]);
+        split_tf32(v[0].y, ab[mt][2], as[mt][2]);
+        split_tf32(v[1].y, ab[mt][3], as[mt][3]);
       }
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) {
