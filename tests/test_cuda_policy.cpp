@@ -259,7 +259,7 @@ TEST(CudaPolicy, TallPanelsInTheRegistersOfACluster) {
   EXPECT_EQ(panel_plan(dev, 176, 32, 32, true, 40).reg.cluster, 1);        // the policy: one CTA
 }
 
-TEST(CudaPolicy, StripeUpdatesForFewMatrices) {
+TEST(CudaPolicy, StripeUpdatesAtEveryBatch) {
   const DeviceInfo dev = h200();
   for (auto [m, b] : {std::pair{176, 40}, {256, 1}, {300, 40}, {352, 40}, {4096, 2}, {2048, 8}}) {
     const GeqrfPlan p = make_plan(dev, make_geqrf_desc(m, m, b));
@@ -267,14 +267,13 @@ TEST(CudaPolicy, StripeUpdatesForFewMatrices) {
     EXPECT_EQ(p.stripe_math, StripeMath::tf32x3);
     EXPECT_FALSE(p.fused_update) << m;  // larfb_stripe takes all its updates
   }
-  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(176, 176, 1000)).stripe_update);  // fills the GPU: cuBLAS
-  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(512, 512, 640)).stripe_update);
-  // Two level: below half the SMs.
+  EXPECT_TRUE(make_plan(dev, make_geqrf_desc(176, 176, 1000)).stripe_update);  // fills the GPU: still the stripe
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(176, 176, 1000)).fused_update);
+  // Two level: at any batch.
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 1024, 60)).outer_nb, 64);
-  EXPECT_TRUE(make_plan(dev, make_geqrf_desc(1024, 1024, 60)).stripe_update);
-  EXPECT_TRUE(make_plan(dev, make_geqrf_desc(1536, 1536, 30)).stripe_update);
-  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(768, 768, 100)).stripe_update);
-  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(640, 640, 300)).stripe_update);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(512, 512, 640)).outer_nb, 64);
+  for (auto [m, b] : {std::pair{1024, 60}, {1536, 30}, {768, 100}, {640, 300}, {512, 640}, {512, 5000}})
+    EXPECT_TRUE(make_plan(dev, make_geqrf_desc(m, m, b)).stripe_update) << m << " x " << b;
   PlanHints hints;
   hints.stripe_update = 1;
   EXPECT_TRUE(make_plan(dev, make_geqrf_desc(640, 640, 300), hints).stripe_update);

@@ -35,6 +35,19 @@ __device__ __forceinline__ void async_copy(float* dst, const float* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src) : "memory");
 }
 __device__ __forceinline__ void async_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+__device__ __forceinline__ void async_copy8(float* dst, const float* src) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(src) : "memory");
+}
+__device__ __forceinline__ void async_copy16(float* dst, const float* src) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src) : "memory");
+}
+__device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void async_wait_group() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
 
 // The stripe (rows x cn columns of C) into shared memory and back, read and written in the
 // order of the layout: row-major, a warp per row (lane = column); column-major, a warp per
@@ -104,7 +117,8 @@ __device__ __forceinline__ float* tree_sum_stage_t(Park& park, Gather& gather, f
 
 // W2 = T^T W for column `lane` and rows k = 8 warp + q, q < K / 8: w2[q] = sum_i T[i][k] W[i][c]
 // over all i (T's stored zeros below the diagonal add nothing), in order of i.
-template <int K>
+// With Swz, W[i][c] sits at column c ^ ((i / (K / 8)) & 7) of its row (see the 3xTF32 kernel).
+template <int K, bool Swz = false>
 __device__ __forceinline__ void t_times_w(const float* sT, const float* sW, float (&w2)[K / 8]) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   constexpr int Q = K / 8;
@@ -112,7 +126,7 @@ __device__ __forceinline__ void t_times_w(const float* sT, const float* sW, floa
   for (int q = 0; q < Q; ++q) w2[q] = 0.0f;
 #pragma unroll 8
   for (int i = 0; i < K; ++i) {
-    const float w = sW[i * TN + lane];
+    const float w = sW[i * TN + (Swz ? lane ^ ((i / (K / 8)) & 7) : lane)];
     const float* trow = sT + i * K + Q * warp;
 #pragma unroll
     for (int q = 0; q < Q; q += 4) {
@@ -270,6 +284,13 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands
   stripe_out(C, sC, rows, cn);
 }
 
+// Phase 1's V stage: float4 group q of row r (r < 8) sits at q ^ v1_swizzle(r), so that a
+// quarter warp's fragment reads (rows t and t + 4, groups KL/4 g ..) fall in distinct banks.
+template <int K>
+__device__ __forceinline__ int v1_swizzle(int r) {
+  return K == 64 ? 4 * (r & 1) + ((r >> 1) & 1) : 2 * (r & 3);
+}
+
 // The same three phases with the two products on tensor cores in 3xTF32 (mma_tf32.cuh:
 // FP32-grade). Fragment rows and columns are permuted so that each lane reads its V and C
 // values as contiguous float4 / float2 runs (g = lane / 4, t = lane % 4, KL = K / 8,
@@ -312,16 +333,38 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
     for (int b = 0; b < 4; ++b)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[a][b][e] = 0.0f;
-  for (int r0 = 8 * warp; r0 < rows; r0 += 8 * kWarps) {
+  // V reaches the fragments through a warp-private two-stage buffer in sRed (free until
+  // the tree sum), one chunk of the warp's 8 rows ahead (cp.async), instead of straight
+  // from L2 into the registers that the next MMAs wait on.
+  float* vbuf = sRed + warp * 2 * 8 * K;
+  auto stage_v1 = [&](int r0, float* buf) {
+    constexpr int G = K / 4;  // float4 groups per row
+#pragma unroll
+    for (int j = 0; j < 8 * G / 32; ++j) {
+      const int i = lane + 32 * j, r = i / G, q = i % G;
+      float* dst = buf + r * K + 4 * (q ^ v1_swizzle<K>(r));
+      if (r0 + r < rows) async_copy16(dst, vt + static_cast<std::int64_t>(r0 + r) * p.vt_ld + 4 * q);
+      else *reinterpret_cast<float4*>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);  // K-dim padding: zeros
+    }
+  };
+  if (8 * warp < rows) stage_v1(8 * warp, vbuf);
+  async_commit();
+  int chunk = 0;
+  for (int r0 = 8 * warp; r0 < rows; r0 += 8 * kWarps, ++chunk) {
+    if (r0 + 8 * kWarps < rows) stage_v1(r0 + 8 * kWarps, vbuf + ((chunk + 1) & 1) * 8 * K);
+    async_commit();
+    async_wait_group<1>();
+    __syncwarp();
+    const float* vs = vbuf + (chunk & 1) * 8 * K;
     float va[2][KL], cb[2][4];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = r0 + t + 4 * h;
       const bool in = r < rows;
-      const float4* vr = reinterpret_cast<const float4*>(vt + static_cast<std::int64_t>(r) * p.vt_ld + KL * g);
 #pragma unroll
       for (int q = 0; q < KL / 4; ++q) {
-        const float4 f = in ? __ldg(vr + q) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        const float4 f = *reinterpret_cast<const float4*>(
+            vs + (t + 4 * h) * K + 4 * ((KL / 4 * g + q) ^ v1_swizzle<K>(t + 4 * h)));
         va[h][4 * q] = f.x;
         va[h][4 * q + 1] = f.y;
         va[h][4 * q + 2] = f.z;
@@ -349,7 +392,10 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) mma_3xtf32(acc[mt][nt], ab, as, bb[nt], bs[nt]);
     }
+    __syncwarp();  // the stage is refilled by the next chunk's copies
   }
+  async_wait();
+  __syncthreads();  // sRed: from stage buffers to the tree sum's slots
 
   // Tree sum over the warps in a fixed order, fragments stored lane-contiguous.
   constexpr int kVals = MT * 16;
@@ -385,14 +431,14 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int k = KL * g + 2 * mt + (e >> 1), c = 4 * (2 * t + (e & 1)) + nt;
-          sW[k * TN + c] = acc[mt][nt][e];
+          sW[k * TN + (c ^ g)] = acc[mt][nt][e];  // g = (k / KL) & 7: conflict-free stores
         }
   __syncthreads();
 
   // --- phase 2: W2 = T^T W, stored negated and split as phase 3's B fragments ------------------
   {
     float w2[K / 8];
-    t_times_w<K>(sT, sW, w2);
+    t_times_w<K, true>(sT, sW, w2);
 #pragma unroll
     for (int q = 0; q < K / 8; ++q) {
       const int k = K / 8 * warp + q;

@@ -184,17 +184,18 @@ bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch) {
   return batch < dev.sm_count && m <= kFusedUpdateMaxRows;
 }
 
-bool stripe_update(const DeviceInfo& dev, std::int64_t batch, bool two_level) {
-  // Measured (docs/perf-notes.md v8; bench/geqrf_outer_sweep --stripe, row-major, device
-  // time, larfb_stripe in 3xTF32 against the previous choice). One level, below the SM
-  // count: 176 x 40 0.255 against 0.287 ms (larfb_fused), 352 x 40 0.657 against 0.723
-  // (cuBLAS, which also took 1.1 ms of host time per call against 0.2), 100 x 40 0.138
-  // against 0.150, 400 x 1 0.676 against 0.774. Two level (64-column outer blocks):
-  // 1024 x 60 5.50 against 5.92 ms, but 768 x 100 4.19 against 4.12, 640 x 300 6.50
-  // against 6.29, 512 x 640 6.88 against 6.83: with fewer matrices than half the SMs
-  // cuBLAS's products have too few tiles to fill the GPU; past that they keep up.
-  if (two_level) return 2 * batch <= dev.sm_count;
-  return batch < dev.sm_count;
+bool stripe_update() {
+  // larfb_stripe (3xTF32) takes every update it can implement (32 or 64 reflectors, at most
+  // 1024 rows, V^T 16-byte aligned); cuBLAS the rest. Measured (docs/perf-notes.md v8, v10;
+  // bench/geqrf_outer_sweep --stripe, row-major, device time, against the previous choice):
+  // one level, few matrices: 176 x 40 0.255 against 0.287 ms (larfb_fused), 352 x 40 0.657
+  // against 0.723 (cuBLAS, which also took 1.1 ms of host time per call against 0.2); one
+  // level, 1000 matrices (v10): 100 x 1000 0.458 against 0.496, 200 x 1000 1.46 against
+  // 1.61, 400 x 1000 5.93 against 7.04, 256 x 200 0.618 against 0.762; two level (v10):
+  // 512 x 640 6.08 against 6.37, 768 x 100 3.60 against 3.82, 1024 x 60 4.78 against 5.39,
+  // 640 x 300 5.63 against 5.75. Before v10's cheaper operand split cuBLAS kept up once the
+  // batch filled the GPU, and the rule depended on it.
+  return true;
 }
 
 GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& hints) {
@@ -227,8 +228,7 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     outer = std::max(plan.nb, std::min({outer, kMaxOuterWidth, k}) / plan.nb * plan.nb);
     plan.outer_nb = outer;
     if (hints.look_ahead >= 0) plan.look_ahead = hints.look_ahead != 0;
-    plan.stripe_update = hints.stripe_update >= 0 ? hints.stripe_update != 0
-                                                  : stripe_update(dev, d.batch, outer > plan.nb);
+    plan.stripe_update = hints.stripe_update >= 0 ? hints.stripe_update != 0 : stripe_update();
     if (hints.stripe_update == 1) plan.stripe_math = StripeMath::fp32;
     // larfb_fused only where a hint asks for it or larfb_stripe is not planned: every
     // update it takes (32 reflectors, <= 256 rows) larfb_stripe takes too, and faster.
