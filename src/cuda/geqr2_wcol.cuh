@@ -21,13 +21,14 @@
 // the register panel's rule. A NaN stays in its matrix.
 //
 // The panel is staged through shared memory in both directions (coalesced global access
-// in either layout); V^T, T (larft from G and tau) and tau are written as the register
-// panel writes them.
+// in either layout, cp.async on the way in); V^T, T (larft from G and tau) and tau are
+// written as the register panel writes them.
 #pragma once
 
 #include <cfloat>
 #include <cstdint>
 
+#include "cuda/async_copy.cuh"
 #include "cuda/geqr2.cuh"
 #include "cuda/geqr2_reg.cuh"
 #include "cuda/householder.cuh"
@@ -109,31 +110,22 @@ __global__ void __launch_bounds__(32 * kWcolWarps, wcol_min_ctas(RPL))
   const bool want_t = p.t_out != nullptr || p.vt_out != nullptr;
   auto sidx = [](int c, int r) { return c * SC + (r / RPL) * SL + r % RPL; };
 
-  // --- stage in (coalesced in either layout, 16 or 32 loads in flight per thread) ------------
+  // --- stage in (coalesced in either layout; cp.async, so every copy is in flight at once) ----
   {
     const MatrixView<L> Ap = MatrixView<L>{p.a + mat * p.stride, p.ld}.offset(p.j0, p.j0);
-    constexpr int kBatch = 16;
     if constexpr (L == Layout::row_major) {  // warp w: rows w, w + NW, ...; lane: column
-      for (int r0b = warp; r0b < rows; r0b += kBatch * NW) {
-        float x[kBatch];
-#pragma unroll
-        for (int q = 0; q < kBatch; ++q) {
-          const int r = r0b + q * NW;
-          x[q] = r < rows && lane < ncols ? Ap(r, lane) : 0.0f;
-        }
-#pragma unroll
-        for (int q = 0; q < kBatch; ++q)
-          if (r0b + q * NW < rows) sA[sidx(lane, r0b + q * NW)] = x[q];
+      for (int r = warp; r < rows; r += NW) {
+        if (lane < ncols) async_copy(sA + sidx(lane, r), &Ap(r, lane));
+        else sA[sidx(lane, r)] = 0.0f;
       }
     } else {  // thread t: rows t, t + 256, ... of every column
-      for (int rb = threadIdx.x; rb < rows; rb += NW * 32) {
-        float x[kMaxPanelWidth];
-#pragma unroll
-        for (int c = 0; c < kMaxPanelWidth; ++c) x[c] = c < ncols ? Ap(rb, c) : 0.0f;
-#pragma unroll
-        for (int c = 0; c < kMaxPanelWidth; ++c) sA[sidx(c, rb)] = x[c];
-      }
+      for (int r = threadIdx.x; r < rows; r += NW * 32)
+        for (int c = 0; c < kMaxPanelWidth; ++c) {
+          if (c < ncols) async_copy(sA + sidx(c, r), &Ap(r, c));
+          else sA[sidx(c, r)] = 0.0f;
+        }
     }
+    async_wait();
   }
   __syncthreads();
   const int r0 = lane * RPL;  // this lane's first row

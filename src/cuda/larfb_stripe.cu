@@ -2,6 +2,7 @@
 
 #include <climits>
 
+#include "cuda/async_copy.cuh"
 #include "cuda/cuda_check.hpp"
 #include "cuda/matrix_view.cuh"
 #include "cuda/mma_tf32.cuh"
@@ -26,27 +27,6 @@ __device__ __forceinline__ float4 ld4(const float* s, int r, int c4) {
 }
 __device__ __forceinline__ void st4(float* s, int r, int c4, float4 v) {
   *reinterpret_cast<float4*>(s + r * TN + (grp(r, c4) << 2)) = v;
-}
-
-// Asynchronous 4-byte copy global -> shared (LDGSTS): a warp keeps all of its staging loads
-// in flight instead of one round trip per register; complete after async_wait().
-__device__ __forceinline__ void async_copy(float* dst, const float* src) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src) : "memory");
-}
-__device__ __forceinline__ void async_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-__device__ __forceinline__ void async_copy8(float* dst, const float* src) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(src) : "memory");
-}
-__device__ __forceinline__ void async_copy16(float* dst, const float* src) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src) : "memory");
-}
-__device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void async_wait_group() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 // The stripe (rows x cn columns of C) into shared memory and back, read and written in the
