@@ -164,7 +164,12 @@ TEST(CudaPolicy, HugeBatchesAreChunkedUnderTheWorkspaceCap) {
 
 TEST(CudaPolicy, LargeMatricesUseTwoLevelBlocking) {
   const DeviceInfo dev = h200();
-  EXPECT_EQ(make_plan(dev, make_geqrf_desc(512, 512, 640)).outer_nb, outer_width(512, 512, 640));
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(512, 512, 640)).outer_nb, outer_width(dev, 512, 512, 640));
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(512, 512, 640)).outer_nb, 64);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(512, 512, 132)).outer_nb, 64);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(512, 512, 40)).outer_nb, 32);  // few matrices of k < 768: one level
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(768, 768, 100)).outer_nb, 64);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(1536, 1536, 30)).outer_nb, 64);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 1024, 60)).outer_nb, 64);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(4096, 4096, 2)).outer_nb, 32);  // few matrices: panels dominate
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(100, 100, 40)).outer_nb, 32);

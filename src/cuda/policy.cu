@@ -162,15 +162,17 @@ LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int 
   return sp;
 }
 
-int outer_width(int m, int n, std::int64_t batch) {
-  // Measured (docs/perf-notes.md v5, bench/geqrf_outer_sweep): outer blocks of 64 columns
-  // cut 8-13% at k >= 512 with batches of 30 and more (the K = 64 trailing products run
-  // nearer the FP32 peak than K = 32); with a few matrices the panels dominate and the
-  // updates inside each outer block cost 2-3%; at k = 352 they cost 6%. 96 and 128 were
-  // slower than 64 everywhere: the updates inside the block and the Gram products grow
-  // faster than the trailing products gain.
+int outer_width(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
+  // Measured (docs/perf-notes.md v5, v10; bench/geqrf_outer_sweep --outer 32|64, device
+  // time). With every update on larfb_stripe (v10): outer blocks of 64 columns win from
+  // k = 768 on (1024 x 60 4.74 against 5.50 ms, 768 x 100 3.58 against 3.92, 1536 x 30
+  // 8.73 against 10.75) and at k = 512 once the batch fills the SMs (512 x 640 6.00 against
+  // 6.43; 512 x 132 1.73 both); with fewer matrices one level wins (512 x 40 0.96 against
+  // 1.15, 352 x 40 0.57 against 0.70: the updates inside each outer block sit on the
+  // critical path). Under 16 matrices the panels dominate and the two are level (2048 x 8
+  // 10.45 against 10.32). 96 and 128 were slower than 64 everywhere (v5).
   const int k = std::min(m, n);
-  if (k >= 512 && batch >= 16) return 64;
+  if (batch >= 16 && (k >= 768 || (k >= 512 && batch >= dev.sm_count))) return 64;
   return kMaxPanelWidth;
 }
 
@@ -224,7 +226,7 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
   plan.nb = std::min(kMaxPanelWidth, k);
   plan.panel = hints.panel;
   if (plan.trailing == Trailing::gemm) {
-    int outer = hints.outer_nb > 0 ? hints.outer_nb : outer_width(m, n, d.batch);
+    int outer = hints.outer_nb > 0 ? hints.outer_nb : outer_width(dev, m, n, d.batch);
     outer = std::max(plan.nb, std::min({outer, kMaxOuterWidth, k}) / plan.nb * plan.nb);
     plan.outer_nb = outer;
     if (hints.look_ahead >= 0) plan.look_ahead = hints.look_ahead != 0;

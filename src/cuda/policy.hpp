@@ -132,7 +132,7 @@ PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool
 LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int tiles);
 GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& desc, const PlanHints& hints = {});
 // The policy's outer block width for the gemm trailing update (see GeqrfPlan::outer_nb).
-int outer_width(int m, int n, std::int64_t batch);
+int outer_width(const DeviceInfo& dev, int m, int n, std::int64_t batch);
 // Whether a one-level gemm plan applies each panel with larfb_fused (see GeqrfPlan).
 inline constexpr int kFusedUpdateMaxRows = 256;
 bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch);
