@@ -317,6 +317,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
   // the tree sum), one chunk of the warp's 8 rows ahead (cp.async), instead of straight
   // from L2 into the registers that the next MMAs wait on.
   float* vbuf = sRed + warp * 2 * 8 * K;
+  static_assert(kWarps * 2 * 8 * K <= kRedSlots * kMaxK * TN, "the V stages fit sRed");
   auto stage_v1 = [&](int r0, float* buf) {
     constexpr int G = K / 4;  // float4 groups per row
 #pragma unroll

@@ -169,8 +169,8 @@ int outer_width(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
   // 8.73 against 10.75) and at k = 512 once the batch fills the SMs (512 x 640 6.00 against
   // 6.43; 512 x 132 1.73 both); with fewer matrices one level wins (512 x 40 0.96 against
   // 1.15, 352 x 40 0.57 against 0.70: the updates inside each outer block sit on the
-  // critical path). Under 16 matrices the panels dominate and the two are level (2048 x 8
-  // 10.45 against 10.32). 96 and 128 were slower than 64 everywhere (v5).
+  // critical path). Under 16 matrices the panels dominate and the two are level (2048 x 8:
+  // one level 10.45, 64 10.32). 96 and 128 were slower than 64 everywhere (v5).
   const int k = std::min(m, n);
   if (batch >= 16 && (k >= 768 || (k >= 512 && batch >= dev.sm_count))) return 64;
   return kMaxPanelWidth;
