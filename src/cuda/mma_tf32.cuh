@@ -11,18 +11,19 @@
 
 #include <cstdint>
 
+#include "cuda/tf32_split.hpp"
+
 namespace batchqr::cuda {
 
-// big = x rounded to TF32 (to nearest, ties away: add half a TF32 ulp, clear the low 13
-// bits; a finite value that rounds past FLT_MAX becomes inf, as with cvt.rna.tf32).
-// small = x - big is exact in FP32 and is passed with its low bits set: the tensor cores
-// read a .tf32 operand's top 19 bits only (truncation; UpdateKernels.Tf32OperandBits checks
-// it), which costs small at most 2^-10 of itself, below 2^-21 |x|. Three instructions per
+// big = x rounded to TF32 (tf32_round_bits, as cvt.rna.tf32). small = x - big is exact in
+// FP32 and is passed with its low bits set: the tensor cores read a .tf32 operand's top 19
+// bits only (UpdateKernels.Tf32OperandBits checks it on the GPU), which costs small at most
+// 2^-10 of itself, below 2^-21 |x| (tests/test_tf32_split.cpp). Three instructions per
 // value, where cvt.rna for both parts took seven on sm_90. Non-finite x: big may be anything
 // (a NaN's add can carry into the sign), but small = x - big is then NaN, so NaN and inf
 // still reach the product as NaN, as before.
 __device__ __forceinline__ void split_tf32(float x, std::uint32_t& big, std::uint32_t& small) {
-  big = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+  big = tf32_round_bits(__float_as_uint(x));
   small = __float_as_uint(x - __uint_as_float(big));
 }
 
