@@ -165,9 +165,9 @@ LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int 
 int outer_width(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
   // Measured (docs/perf-notes.md v5, v10; bench/geqrf_outer_sweep --outer 32|64, device
   // time). With every update on larfb_stripe (v10): outer blocks of 64 columns win from
-  // k = 768 on (1024 x 60 4.74 against 5.50 ms, 768 x 100 3.58 against 3.92, 1536 x 30
-  // 8.73 against 10.75) and at k = 512 once the batch fills the SMs (512 x 640 6.00 against
-  // 6.43; 512 x 132 1.73 both); with fewer matrices one level wins (512 x 40 0.96 against
+  // k = 768 on (1024 x 60 4.74 against 5.50 ms, 768 x 100 3.58 against 3.96, 1536 x 30
+  // 8.75 against 10.75) and at k = 512 once the batch fills the SMs (512 x 640 6.00 against
+  // 6.44; 512 x 132 1.73 both); with fewer matrices one level wins (512 x 40 0.96 against
   // 1.15, 352 x 40 0.57 against 0.70: the updates inside each outer block sit on the
   // critical path). Under 16 matrices the panels dominate and the two are level (2048 x 8:
   // one level 10.45, 64 10.32). 96 and 128 were slower than 64 everywhere (v5).
@@ -194,8 +194,8 @@ bool stripe_update() {
   // against 0.723 (cuBLAS, which also took 1.1 ms of host time per call against 0.2); one
   // level, 1000 matrices (v10): 100 x 1000 0.458 against 0.496, 200 x 1000 1.46 against
   // 1.61, 400 x 1000 5.93 against 7.04, 256 x 200 0.618 against 0.762; two level (v10):
-  // 512 x 640 6.08 against 6.37, 768 x 100 3.60 against 3.82, 1024 x 60 4.78 against 5.39,
-  // 640 x 300 5.63 against 5.75. Before v10's cheaper operand split cuBLAS kept up once the
+  // 512 x 640 6.08 against 6.35, 768 x 100 3.60 against 3.82, 1024 x 60 4.78 against 5.39,
+  // 640 x 300 5.63 against 5.78. Before v10's cheaper operand split cuBLAS kept up once the
   // batch filled the GPU, and the rule depended on it.
   return true;
 }
