@@ -1,7 +1,7 @@
 // Internal: warp-level TF32 tensor-core MMA (m16n8k8) and the 3xTF32 operand split
-// that keeps FP32-grade accuracy: x = big + small with both parts exact in TF32, and
-// a*b ~ a_big*b_big + a_big*b_small + a_small*b_big (the small*small term is below
-// FP32 rounding).
+// that keeps FP32-grade accuracy: x = big + small with big exact in TF32 and small exact
+// in FP32 (the tensor cores read its top 19 bits), and a*b ~ a_big*b_big + a_big*b_small +
+// a_small*b_big (the small*small term is below FP32 rounding).
 //
 // Fragment ownership (g = lane / 4, t = lane % 4):
 //   A (16 x 8, row): a0 (g, t)  a1 (g+8, t)  a2 (g, t+4)  a3 (g+8, t+4)

@@ -186,20 +186,6 @@ bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch) {
   return batch < dev.sm_count && m <= kFusedUpdateMaxRows;
 }
 
-bool stripe_update() {
-  // larfb_stripe (3xTF32) takes every update it can implement (32 or 64 reflectors, at most
-  // 1024 rows, V^T 16-byte aligned); cuBLAS the rest. Measured (docs/perf-notes.md v8, v10;
-  // bench/geqrf_outer_sweep --stripe, row-major, device time, against the previous choice):
-  // one level, few matrices: 176 x 40 0.255 against 0.287 ms (larfb_fused), 352 x 40 0.657
-  // against 0.723 (cuBLAS, which also took 1.1 ms of host time per call against 0.2); one
-  // level, 1000 matrices (v10): 100 x 1000 0.458 against 0.496, 200 x 1000 1.46 against
-  // 1.61, 400 x 1000 5.93 against 7.04, 256 x 200 0.618 against 0.762; two level (v10):
-  // 512 x 640 6.08 against 6.35, 768 x 100 3.60 against 3.82, 1024 x 60 4.78 against 5.39,
-  // 640 x 300 5.63 against 5.78. Before v10's cheaper operand split cuBLAS kept up once the
-  // batch filled the GPU, and the rule depended on it.
-  return true;
-}
-
 GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& hints) {
   GeqrfPlan plan;
   const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
@@ -230,7 +216,17 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     outer = std::max(plan.nb, std::min({outer, kMaxOuterWidth, k}) / plan.nb * plan.nb);
     plan.outer_nb = outer;
     if (hints.look_ahead >= 0) plan.look_ahead = hints.look_ahead != 0;
-    plan.stripe_update = hints.stripe_update >= 0 ? hints.stripe_update != 0 : stripe_update();
+    // larfb_stripe (3xTF32) takes every update it can implement (32 or 64 reflectors, at most
+    // 1024 rows, V^T 16-byte aligned); cuBLAS the rest. Measured (docs/perf-notes.md v8, v10;
+    // bench/geqrf_outer_sweep --stripe, row-major, device time, against the previous choice):
+    // one level, few matrices: 176 x 40 0.255 against 0.287 ms (larfb_fused), 352 x 40 0.657
+    // against 0.723 (cuBLAS, which also took 1.1 ms of host time per call against 0.2); one
+    // level, 1000 matrices (v10): 100 x 1000 0.458 against 0.496, 200 x 1000 1.46 against
+    // 1.61, 400 x 1000 5.93 against 7.04, 256 x 200 0.618 against 0.762; two level (v10):
+    // 512 x 640 6.08 against 6.35, 768 x 100 3.60 against 3.82, 1024 x 60 4.78 against 5.39,
+    // 640 x 300 5.63 against 5.78. Before v10's cheaper operand split cuBLAS kept up once the
+    // batch filled the GPU, and the rule depended on it.
+    plan.stripe_update = hints.stripe_update != 0;  // -1 (the policy's choice): on
     if (hints.stripe_update == 1) plan.stripe_math = StripeMath::fp32;
     // larfb_fused only where a hint asks for it or larfb_stripe is not planned: every
     // update it takes (32 reflectors, <= 256 rows) larfb_stripe takes too, and faster.

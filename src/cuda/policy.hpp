@@ -136,9 +136,6 @@ int outer_width(const DeviceInfo& dev, int m, int n, std::int64_t batch);
 // Whether a one-level gemm plan applies each panel with larfb_fused (see GeqrfPlan).
 inline constexpr int kFusedUpdateMaxRows = 256;
 bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch);
-// Whether a gemm plan (one or two level) applies its updates with larfb_stripe where it
-// can (see GeqrfPlan): today at every shape and batch (the measurements are in policy.cu).
-bool stripe_update();
 // Whether a panel goes to geqr2_wcol (where one of its configurations holds it).
 bool wcol_panel(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch);
 // Warps per geqr2 CTA: one per column up to 32, at least 8.
