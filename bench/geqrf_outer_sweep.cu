@@ -4,13 +4,15 @@
 // outer_width() in policy.cu rests on measurements. Not part of the library.
 //
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
-//                     [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--layout row|col] [m n batch]...
+//                     [--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--layout row|col] [m n batch]...
 //                     (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
 // --fused-update: one-level plans apply panels with larfb_fused (1) or cuBLAS (0), not
 // as the policy picks; --stripe: updates by larfb_stripe where it can, FP32 (1) or
 // 3xTF32 (2), or not (0) (column "fu": 3 stripe 3xTF32, 2 stripe FP32, 1 larfb_fused,
-// 0 cuBLAS, as planned); --panel-rows: register
+// 0 cuBLAS, as planned); --stripe-wide: updates wider than an outer block, of more
+// than 1024 rows, all on larfb_stripe (1) or all on cuBLAS (0), not as the policy picks;
+// --panel-rows: register
 // panels take R rows per warp wherever a compiled shape of that R holds them;
 // --reg-cluster: panels of more than 1024 rows in the registers of a cluster (1) or in
 // geqr2_kernel (0); c > 1: every panel of >= 32 c rows on a cluster of c CTAs; --wcol:
@@ -58,6 +60,7 @@ int main(int argc, char** argv) {
   int reps = 5;
   int fused = -1;
   int stripe = -1;
+  int stripe_wide = -1;
   Layout layout = Layout::col_major;
   PanelHints panel;
   for (int i = 1; i < argc;) {
@@ -70,6 +73,9 @@ int main(int argc, char** argv) {
       i += 2;
     } else if (arg == "--stripe" && i + 1 < argc) {
       stripe = std::clamp(std::atoi(argv[i + 1]), 0, 2);
+      i += 2;
+    } else if (arg == "--stripe-wide" && i + 1 < argc) {
+      stripe_wide = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
       i += 2;
     } else if (arg == "--layout" && i + 1 < argc) {
       layout = std::string(argv[i + 1]) == "row" ? Layout::row_major : Layout::col_major;
@@ -91,7 +97,7 @@ int main(int argc, char** argv) {
       i += 3;
     } else {
       std::fprintf(stderr,
-                   "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
+                   "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] [--stripe-wide 0|1] "
                    "[--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--layout row|col] [m n batch]...\n");
       return 2;
     }
@@ -140,6 +146,7 @@ int main(int argc, char** argv) {
       hints.look_ahead = variant % 2 == 0 ? 1 : 0;
       hints.fused_update = fused;
       hints.stripe_update = stripe;
+      hints.stripe_wide = stripe_wide;
       hints.panel = panel;
       const GeqrfPlan plan = make_plan(dev, d, hints);
       if (plan.algorithm != Algorithm::blocked || plan.outer_nb != outer) continue;

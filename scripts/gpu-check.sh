@@ -76,10 +76,15 @@ if [ $run_san = 1 ]; then
   timeout 250 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/tests/batchqr_gpu_tests" \
     --gtest_filter='*TallAndWide*:*ZeroMatrix*:*NaNStays*:*PaddedStrides*:*ExtremeScales*:*EveryKernelPath/fp32:*TwoLevelBlocking/fp32' >>"$L" 2>&1
   note "memcheck (GPU tests: every kernel path): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
+  # larfb_stripe split over a cluster (2500 rows: 5 CTAs per stripe) and 16-CTA clusters
+  # (its next-panel updates at 8000 rows).
+  timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 64 \
+    --reps 1 2500 130 1 8000 40 1 >>"$L" 2>&1
+  note "memcheck (larfb_stripe on clusters): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   if [ $run_race = 1 ]; then
     # Shared-memory races: the warp kernel (n = 20), the fused register kernel (n = 64), and
     # the blocked path's register panels with larfb_fused, larfb_stripe (3xTF32, K = 32 and
-    # 64; FP32) and cluster-panel updates (one call per variant of geqrf_outer_sweep: the
+    # 64; FP32 on a cluster of 3 CTAs at 1100 rows; 3xTF32 on 3 at 1030) and cluster panels (one call per variant of geqrf_outer_sweep: the
     # CLI factors 50 inputs per case, too slow here).
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/batchqr" bench --no-baselines \
       --no-validate --rounds 1 --case batch=2,n=20 --case batch=1,n=64 >>"$L" 2>&1
@@ -96,6 +101,9 @@ if [ $run_san = 1 ]; then
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 32 \
       --wcol 1 --layout row --reps 1 300 200 2 >>"$L" 2>&1
     note "racecheck (geqr2_wcol panels): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
+    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 32 \
+      --layout row --reps 1 1030 40 1 >>"$L" 2>&1
+    note "racecheck (larfb_stripe 3xTF32 on a cluster): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
   fi
 fi
 

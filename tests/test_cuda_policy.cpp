@@ -288,6 +288,34 @@ TEST(CudaPolicy, StripeUpdatesAtEveryBatch) {
   EXPECT_TRUE(make_plan(dev, make_geqrf_desc(176, 176, 40), hints).fused_update);  // the previous rule
 }
 
+// Updates taller than one CTA's stripe: the next panel's columns always on larfb_stripe;
+// the trailing matrix's up to 4096 rows while cuBLAS's V^T C would have at most two
+// tiles of W per SM, cuBLAS otherwise.
+TEST(CudaPolicy, TallWideUpdatesOnTheStripeWhileCublasWouldNotFillTheGpu) {
+  const DeviceInfo dev = h200();  // 132 SMs
+  const GeqrfPlan p2 = make_plan(dev, make_geqrf_desc(4096, 4096, 2));
+  EXPECT_TRUE(stripe_update_for(p2, 4096, 4064, 2));  // 128 tiles
+  EXPECT_TRUE(stripe_update_for(p2, 4096, 32, 2));    // the next panel's columns
+  EXPECT_TRUE(stripe_update_for(make_plan(dev, make_geqrf_desc(2048, 2048, 8)), 2048, 2016, 8));  // 256
+  EXPECT_FALSE(stripe_update_for(make_plan(dev, make_geqrf_desc(2048, 2048, 9)), 2048, 2016, 9));  // 288
+  const GeqrfPlan p1 = make_plan(dev, make_geqrf_desc(8192, 8192, 1));
+  EXPECT_FALSE(stripe_update_for(p1, 8192, 8160, 1));  // past 4096 rows
+  EXPECT_TRUE(stripe_update_for(p1, 8192, p1.outer_nb, 1));
+  EXPECT_TRUE(stripe_update_for(p1, 4096, 4064, 1));   // later in the same matrix
+  const GeqrfPlan p30 = make_plan(dev, make_geqrf_desc(1536, 1536, 30));
+  EXPECT_FALSE(stripe_update_for(p30, 1536, 1472, 30));  // 690 tiles
+  EXPECT_TRUE(stripe_update_for(p30, 1024, 960, 30));    // one CTA per stripe: at any size
+  EXPECT_TRUE(stripe_update_for(make_plan(dev, make_geqrf_desc(512, 512, 640)), 512, 448, 640));
+  PlanHints hints;
+  hints.stripe_wide = 0;
+  EXPECT_FALSE(stripe_update_for(make_plan(dev, make_geqrf_desc(4096, 4096, 2), hints), 4096, 4064, 2));
+  EXPECT_TRUE(stripe_update_for(make_plan(dev, make_geqrf_desc(4096, 4096, 2), hints), 4096, 32, 2));
+  hints.stripe_wide = 1;
+  EXPECT_TRUE(stripe_update_for(make_plan(dev, make_geqrf_desc(8192, 8192, 1), hints), 8192, 8160, 1));
+  hints.stripe_update = 0;
+  EXPECT_FALSE(stripe_update_for(make_plan(dev, make_geqrf_desc(512, 512, 640), hints), 512, 448, 640));
+}
+
 TEST(CudaPolicy, FusedUpdatesOnlyByHintOrWithoutStripes) {
   const DeviceInfo dev = h200();
   PlanHints no_stripe;

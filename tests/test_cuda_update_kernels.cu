@@ -1,8 +1,9 @@
 // Each trailing-update kernel and each panel kernel of the blocked path forced on
 // (PlanHints), whatever the policy would pick for the shape, so that every kernel is
 // tested even where the policy does not choose it today: larfb_stripe (K = 32 one level,
-// K = 32 and 64 two level), larfb_fused, the three cuBLAS products; geqr2_wcol and the
-// register panel for every panel of up to 1024 rows. Every result goes through the gate.
+// K = 32 and 64 two level, one CTA or a cluster per stripe), larfb_fused, the three
+// cuBLAS products; geqr2_wcol and the register panel for every panel of up to 1024 rows.
+// Every result goes through the gate.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -116,8 +117,10 @@ GeqrfDesc padded(int m, int n, std::int64_t batch, Layout layout) {
 }
 
 // larfb_stripe in both maths: one level (K = 32), two level (K = 32 inside the block, 64
-// outside), rows not a multiple of 8 or 256, stripes narrower than 32, the 1024-row limit,
-// and updates it does not take (more rows) left to cuBLAS in the same call.
+// outside), rows not a multiple of 8 or 256, stripes narrower than 32, the 1024 rows of
+// one CTA, stripes split over clusters of up to 16 CTAs (a last block shorter than the
+// others), and updates it does not take (more than 8192 rows) left to cuBLAS in the same
+// call.
 TEST_F(UpdateKernels, Stripe) {
   for (int math : {1, 2}) {
     PlanHints one, two;
@@ -132,7 +135,11 @@ TEST_F(UpdateKernels, Stripe) {
       expect_accurate(make_geqrf_desc(257, 300, 3, layout), two, want, Distribution::mixed, 2.0);
       expect_accurate(make_geqrf_desc(520, 530, 17, layout), two, want, Distribution::mixed, 2.0);
       expect_accurate(make_geqrf_desc(1024, 1000, 2, layout), two, want, Distribution::dense, 1.0);
-      expect_accurate(make_geqrf_desc(1100, 300, 2, layout), one, want, Distribution::dense, 1.0);  // first: cuBLAS
+      expect_accurate(make_geqrf_desc(1100, 300, 2, layout), one, want, Distribution::dense, 1.0);  // 3 x 384 rows
+      expect_accurate(make_geqrf_desc(2500, 130, 2, layout), two, want, Distribution::mixed, 2.0);  // 5 x 512
+      expect_accurate(padded(1500, 100, 2, layout), two, want, Distribution::dense, 1.0);
+      expect_accurate(make_geqrf_desc(4100, 70, 1, layout), one, want, Distribution::dense, 1.0);  // 8 x 480 + 260
+      expect_accurate(make_geqrf_desc(8200, 40, 1, layout), one, want, Distribution::dense, 1.0);  // first: cuBLAS
       expect_accurate(padded(200, 150, 4, layout), one, want, Distribution::band, 1.0);
       expect_accurate(make_geqrf_desc(100, 1000, 3, layout), two, want, Distribution::mixed, 2.0);  // wide
       expect_accurate(make_geqrf_desc(200, 200, 300, layout), one, want, Distribution::dense, 1.0);  // batch > SMs

@@ -1,8 +1,12 @@
 #include "cuda/larfb_stripe.hpp"
 
+#include <algorithm>
 #include <climits>
 
+#include <cooperative_groups.h>
+
 #include "cuda/async_copy.cuh"
+#include "cuda/cluster_launch.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/matrix_view.cuh"
 #include "cuda/mma_tf32.cuh"
@@ -59,6 +63,58 @@ __device__ __forceinline__ void stripe_out(const MatrixView<L>& C, const float* 
     for (int c = warp; c < cn; c += kWarps)
       for (int r = lane; r < rows; r += 32) C(r, c) = sC[swz(r, c)];
   }
+}
+
+// The rows of the stripe this CTA holds. One CTA holds all of them; with kSplit the CTAs
+// of a 1-D cluster hold consecutive blocks of `cap` rows each (stripe_split_rows), the
+// last possibly fewer (or none), and every CTA reserves shared memory for `cap`.
+struct StripeRows {
+  int row0, rows, cap;
+};
+template <bool kSplit>
+__device__ __forceinline__ StripeRows stripe_rows(int rows) {
+  if constexpr (!kSplit) {
+    return {0, rows, rows};
+  } else {
+    const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    const int cap = stripe_split_rows(rows, static_cast<int>(cluster.num_blocks()));
+    const int row0 = static_cast<int>(cluster.block_rank()) * cap;
+    return {row0, max(0, min(cap, rows - row0)), cap};
+  }
+}
+
+// kSplit: every CTA of the cluster has its rows' W (K x TN) in sW; each sums all of them
+// into sWsum in rank order (so all hold the same W, whatever the scheduling) and returns
+// it. Its arrival at the cluster barrier after the reads lets the owners leave:
+// cluster_exit() waits for it before the CTA ends. Without kSplit: a CTA barrier.
+template <bool kSplit, int K>
+__device__ __forceinline__ const float* cluster_sum_w(const float* sW, float* sWsum) {
+  if constexpr (!kSplit) {
+    __syncthreads();
+    return sW;
+  } else {
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    cluster.sync();  // every rank's sW is complete
+    const int S = static_cast<int>(cluster.num_blocks());
+    for (int e = threadIdx.x; e < K * TN / 4; e += NT) {
+      float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      for (int q = 0; q < S; ++q) {
+        const float4 x = reinterpret_cast<const float4*>(cluster.map_shared_rank(sW, q))[e];
+        s.x += x.x;
+        s.y += x.y;
+        s.z += x.z;
+        s.w += x.w;
+      }
+      reinterpret_cast<float4*>(sWsum)[e] = s;
+    }
+    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+    __syncthreads();
+    return sWsum;
+  }
+}
+template <bool kSplit>
+__device__ __forceinline__ void cluster_exit() {
+  if constexpr (kSplit) asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
 }
 
 // T (K x K, upper triangular, zeros below; rows t_ld apart) into sT[i][k] by the warps
@@ -123,24 +179,27 @@ __device__ __forceinline__ void t_times_w(const float* sT, const float* sW, floa
 // W[kq K/8 ..][8 cq ..] of its warp's rows; the warps' blocks are then summed in a fixed
 // tree. Phase 3 (C -= V W2) gives each thread a 4-row x 8-column block of C per pass of
 // 256 rows: rows 32 w + 4 (lane / 4) .., columns 8 (lane % 4) ...
-template <Layout L, int K>
+template <Layout L, int K, bool kSplit>
 __global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands p) {
   static_assert(K == 32 || K == 64, "K / 8 rows of W per lane, read as float4");
   constexpr int KT = K / 8;
   extern __shared__ __align__(16) float smem[];
+  const StripeRows sr = stripe_rows<kSplit>(p.rows);
   float* sC = smem;                            // [rows][TN], swizzled
-  float* sRed = sC + p.rows * TN;              // [kRedSlots][K][TN], swizzled by k / KT; later W2 (slot 0), T (2-3)
+  float* sRed = sC + sr.cap * TN;              // [kRedSlots][K][TN], swizzled by k / KT; later W2 (slot 0), T (2-3)
   float* sW = sRed + kRedSlots * kMaxK * TN;   // [K][TN], plain
+  float* sWsum = sW + kMaxK * TN;              // kSplit: the cluster's W
   float* sW2 = sRed;
 
   const int tiles = (p.ncols + TN - 1) / TN;
-  const std::int64_t mat = blockIdx.x / tiles;
-  const int tile = static_cast<int>(blockIdx.x - mat * tiles);
+  const unsigned job = kSplit ? blockIdx.x / cooperative_groups::this_cluster().num_blocks() : blockIdx.x;
+  const std::int64_t mat = job / tiles;
+  const int tile = static_cast<int>(job - mat * tiles);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int cn = min(TN, p.ncols - tile * TN);
-  const int rows = p.rows;
-  const MatrixView<L> C = MatrixView<L>{p.a + mat * p.stride, p.ld}.offset(p.j0, p.col0 + tile * TN);
-  const float* vt = p.vt + mat * p.vt_stride;
+  const int rows = sr.rows;
+  const MatrixView<L> C = MatrixView<L>{p.a + mat * p.stride, p.ld}.offset(p.j0 + sr.row0, p.col0 + tile * TN);
+  const float* vt = p.vt + mat * p.vt_stride + static_cast<std::int64_t>(sr.row0) * p.vt_ld;
 
   stripe_in(C, sC, rows, cn);
   async_wait();
@@ -206,12 +265,12 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands
     for (int a = 0; a < KT; ++a)
 #pragma unroll
       for (int b = 0; b < 8; ++b) sW[(kq * KT + a) * TN + cq * 8 + b] = acc[a][b];
-  __syncthreads();
+  const float* sWall = cluster_sum_w<kSplit, K>(sW, sWsum);
 
   // --- phase 2: W2 = T^T W: lane = column, rows 8 warp .. 8 warp + K / 8 ----------------------
   {
     float w2[K / 8];
-    t_times_w<K>(sT, sW, w2);
+    t_times_w<K>(sT, sWall, w2);
 #pragma unroll
     for (int q = 0; q < K / 8; ++q) sW2[swz(K / 8 * warp + q, lane)] = w2[q];
   }
@@ -262,6 +321,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands
   __syncthreads();
 
   stripe_out(C, sC, rows, cn);
+  cluster_exit<kSplit>();
 }
 
 // Phase 1's V stage: float4 group q of row r (r < 8) sits at q ^ v1_swizzle(r), so that a
@@ -280,26 +340,29 @@ __device__ __forceinline__ int v1_swizzle(int r) {
 //   phase 3, C -= V W2 on 32-row x 32-column warp tiles: k-step ks column t (+4) is
 //     k = KQ t + 2 ks (+1); n-tile nt column g is c = 8 nt + g.
 // -W2 is stored split (big, small) in the order phase 3 reads its B fragments.
-template <Layout L, int K>
+template <Layout L, int K, bool kSplit>
 __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOperands p) {
   static_assert(K == 32 || K == 64, "whole m16 tiles of W");
   constexpr int MT = K / 16, KL = K / 8, KQ = K / 4, KS = K / 8;
   extern __shared__ __align__(16) float smem[];
+  const StripeRows sr = stripe_rows<kSplit>(p.rows);
   float* sC = smem;                                  // [rows][TN], swizzled
-  float* sRed = sC + p.rows * TN;                    // [kRedSlots][MT * 64][32] W partials; later W2, T (2-3)
+  float* sRed = sC + sr.cap * TN;                    // [kRedSlots][MT * 64][32] W partials; later W2, T (2-3)
   float* sW = sRed + kRedSlots * kMaxK * TN;         // [K][TN], plain
+  float* sWsum = sW + kMaxK * TN;                    // kSplit: the cluster's W
   std::uint32_t* sBb = reinterpret_cast<std::uint32_t*>(sRed);  // [KS][4][32][2] W2 big (over sRed)
   std::uint32_t* sBs = sBb + KS * 4 * 32 * 2;                   // W2 small
 
   const int tiles = (p.ncols + TN - 1) / TN;
-  const std::int64_t mat = blockIdx.x / tiles;
-  const int tile = static_cast<int>(blockIdx.x - mat * tiles);
+  const unsigned job = kSplit ? blockIdx.x / cooperative_groups::this_cluster().num_blocks() : blockIdx.x;
+  const std::int64_t mat = job / tiles;
+  const int tile = static_cast<int>(job - mat * tiles);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
   const int cn = min(TN, p.ncols - tile * TN);
-  const int rows = p.rows;
-  const MatrixView<L> C = MatrixView<L>{p.a + mat * p.stride, p.ld}.offset(p.j0, p.col0 + tile * TN);
-  const float* vt = p.vt + mat * p.vt_stride;
+  const int rows = sr.rows;
+  const MatrixView<L> C = MatrixView<L>{p.a + mat * p.stride, p.ld}.offset(p.j0 + sr.row0, p.col0 + tile * TN);
+  const float* vt = p.vt + mat * p.vt_stride + static_cast<std::int64_t>(sr.row0) * p.vt_ld;
 
   stripe_in(C, sC, rows, cn);
   async_wait();
@@ -414,12 +477,12 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
           const int k = KL * g + 2 * mt + (e >> 1), c = 4 * (2 * t + (e & 1)) + nt;
           sW[k * TN + (c ^ g)] = acc[mt][nt][e];  // g = (k / KL) & 7: conflict-free stores
         }
-  __syncthreads();
+  const float* sWall = cluster_sum_w<kSplit, K>(sW, sWsum);
 
   // --- phase 2: W2 = T^T W, stored negated and split as phase 3's B fragments ------------------
   {
     float w2[K / 8];
-    t_times_w<K, true>(sT, sW, w2);
+    t_times_w<K, true>(sT, sWall, w2);
 #pragma unroll
     for (int q = 0; q < K / 8; ++q) {
       const int k = K / 8 * warp + q;
@@ -488,20 +551,27 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
   __syncthreads();
 
   stripe_out(C, sC, rows, cn);
+  cluster_exit<kSplit>();
 }
 
-template <Layout L, int K, StripeMath M>
+template <Layout L, int K, StripeMath M, bool kSplit>
 constexpr auto kernel() {
-  if constexpr (M == StripeMath::tf32x3) return larfb_stripe_tc_kernel<L, K>;
-  else return larfb_stripe_kernel<L, K>;
+  if constexpr (M == StripeMath::tf32x3) return larfb_stripe_tc_kernel<L, K, kSplit>;
+  else return larfb_stripe_kernel<L, K, kSplit>;
 }
 
 template <Layout L, int K, StripeMath M>
 Status launch(const LarfbOperands& p, std::int64_t batch, cudaStream_t stream) {
+  const int S = larfb_stripe_cluster(p.rows);
   const std::size_t smem = larfb_stripe_smem_bytes(p.rows);
-  const unsigned grid = static_cast<unsigned>(batch * ((p.ncols + TN - 1) / TN));
-  kernel<L, K, M>()<<<grid, NT, smem, stream>>>(p);
-  BATCHQR_CUDA_TRY(cudaGetLastError());
+  const unsigned grid = static_cast<unsigned>(batch * ((p.ncols + TN - 1) / TN) * S);
+  if (S == 1) {
+    kernel<L, K, M, false>()<<<grid, NT, smem, stream>>>(p);
+    BATCHQR_CUDA_TRY(cudaGetLastError());
+    return Status::success;
+  }
+  const ClusterLaunch l(dim3(grid), dim3(NT), smem, stream, S);
+  BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&l.cfg, kernel<L, K, M, true>(), p));
   return Status::success;
 }
 
@@ -512,8 +582,11 @@ Status launch_k(const LarfbOperands& p, std::int64_t batch, cudaStream_t stream)
 
 template <Layout L, int K, StripeMath M>
 Status raise_limit() {
-  BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
+  BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M, false>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(larfb_stripe_smem_bytes(kLarfbStripeMaxRows))));
+  BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M, true>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(larfb_stripe_smem_bytes(kLarfbStripeClusterMaxRows))));
+  BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M, true>(), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   return Status::success;
 }
 
@@ -533,17 +606,26 @@ Status larfb_stripe_initialize() {
   return st == Status::success ? raise_limits<StripeMath::tf32x3>() : st;
 }
 
+int larfb_stripe_cluster(int rows) {
+  if (rows <= kLarfbStripeMaxRows) return 1;
+  if (rows > kLarfbStripeClusterMaxRows) return 0;
+  return (rows + kLarfbStripeSplitRows - 1) / kLarfbStripeSplitRows;
+}
+
 std::size_t larfb_stripe_smem_bytes(int rows) {
-  return sizeof(float) * (static_cast<std::size_t>(rows) * TN + static_cast<std::size_t>(kRedSlots) * kMaxK * TN +
-                          static_cast<std::size_t>(kMaxK) * TN);
+  const int S = std::max(larfb_stripe_cluster(rows), 1);
+  const int cap = S > 1 ? stripe_split_rows(rows, S) : rows;
+  return sizeof(float) * (static_cast<std::size_t>(cap) * TN + static_cast<std::size_t>(kRedSlots) * kMaxK * TN +
+                          static_cast<std::size_t>(S > 1 ? 2 : 1) * kMaxK * TN);
 }
 
 bool larfb_stripe_can_implement(const LarfbOperands& p, std::int64_t batch) {
-  if ((p.jb != 32 && p.jb != 64) || p.ncols <= 0 || p.rows <= 0 || p.rows > kLarfbStripeMaxRows || batch <= 0)
-    return false;
+  if ((p.jb != 32 && p.jb != 64) || p.ncols <= 0 || p.rows <= 0 || batch <= 0) return false;
+  const int S = larfb_stripe_cluster(p.rows);
+  if (S == 0) return false;
   if (p.vt_ld % 4 != 0 || p.vt_stride % 4 != 0 || reinterpret_cast<std::uintptr_t>(p.vt) % 16 != 0) return false;
-  const std::int64_t tiles = (p.ncols + TN - 1) / TN;
-  return batch <= INT_MAX / tiles;
+  const std::int64_t ctas = static_cast<std::int64_t>((p.ncols + TN - 1) / TN) * S;
+  return batch <= INT_MAX / ctas;
 }
 
 Status launch_larfb_stripe(Layout layout, StripeMath math, const LarfbOperands& p, std::int64_t batch,

@@ -1,12 +1,14 @@
 // The kernel-selection policy: docs/policy.md is the table, docs/perf-notes.md the
 // measurements behind it.
 #include <algorithm>
+#include <limits>
 
 #include "cuda/geqr2.cuh"
 #include "cuda/geqr2_reg.cuh"
 #include "cuda/geqr2_warp_launch.hpp"
 #include "cuda/geqr2_wcol.hpp"
 #include "cuda/larfb.cuh"
+#include "cuda/larfb_stripe.hpp"
 #include "cuda/larft_merge.hpp"
 #include "cuda/policy.hpp"
 
@@ -80,6 +82,12 @@ RegConfig reg_cluster_config(const DeviceInfo& dev, int rows, int ncols, int for
     }
   }
   return rc;
+}
+
+bool stripe_update_for(const GeqrfPlan& plan, int rows, int ncols, std::int64_t batch) {
+  if (!plan.stripe_update) return false;
+  if (ncols <= plan.outer_nb || rows <= kLarfbStripeMaxRows) return true;
+  return rows <= plan.stripe_wide_rows && batch * ((ncols + 63) / 64) <= plan.stripe_wide_tiles;
 }
 
 PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool with_t, std::int64_t batch,
@@ -217,7 +225,8 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     plan.outer_nb = outer;
     if (hints.look_ahead >= 0) plan.look_ahead = hints.look_ahead != 0;
     // larfb_stripe (3xTF32) takes every update it can implement (32 or 64 reflectors, at most
-    // 1024 rows, V^T 16-byte aligned); cuBLAS the rest. Measured (docs/perf-notes.md v8, v10;
+    // 8192 rows, V^T 16-byte aligned) but the tall wide ones that stripe_update_for leaves
+    // to cuBLAS (kStripeWideMaxRows); cuBLAS the rest. Measured (docs/perf-notes.md v8, v10;
     // bench/geqrf_outer_sweep --stripe, row-major, device time, against the previous choice):
     // one level, few matrices: 176 x 40 0.255 against 0.287 ms (larfb_fused), 352 x 40 0.657
     // against 0.723 (cuBLAS, which also took 1.1 ms of host time per call against 0.2); one
@@ -227,6 +236,12 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     // 640 x 300 5.63 against 5.78. Before v10's cheaper operand split cuBLAS kept up once the
     // batch filled the GPU, and the rule depended on it.
     plan.stripe_update = hints.stripe_update != 0;  // -1 (the policy's choice): on
+    plan.stripe_wide_rows = hints.stripe_wide == 0   ? 0
+                            : hints.stripe_wide == 1 ? kLarfbStripeClusterMaxRows
+                                                     : kStripeWideMaxRows;
+    plan.stripe_wide_tiles = hints.stripe_wide == 0   ? 0
+                             : hints.stripe_wide == 1 ? std::numeric_limits<std::int64_t>::max()
+                                                      : 2 * static_cast<std::int64_t>(dev.sm_count);
     if (hints.stripe_update == 1) plan.stripe_math = StripeMath::fp32;
     // larfb_fused only where a hint asks for it or larfb_stripe is not planned: every
     // update it takes (32 reflectors, <= 256 rows) larfb_stripe takes too, and faster.

@@ -87,10 +87,15 @@ struct GeqrfPlan {
   // gemm, one level: each 32-column panel's update is one larfb_fused launch (larfb_fused.hpp)
   // instead of three cuBLAS products, where the panel allows it (32 reflectors, aligned V^T)
   bool fused_update = false;
-  // gemm: every update that larfb_stripe takes (32 or 64 reflectors, at most 1024 rows) is
-  // one larfb_stripe launch (larfb_stripe.hpp): C read once, not twice; ahead of fused_update
+  // gemm: every update that larfb_stripe takes (32 or 64 reflectors, at most 8192 rows) is
+  // one larfb_stripe launch (larfb_stripe.hpp): C read once, not twice; ahead of fused_update.
+  // Except (stripe_update_for): an update wider than an outer block (of the trailing matrix)
+  // and taller than one CTA's stripe only up to stripe_wide_rows rows and while cuBLAS's
+  // V^T C would have at most stripe_wide_tiles tiles (32 x 64) of W.
   bool stripe_update = false;
   StripeMath stripe_math = StripeMath::tf32x3;
+  int stripe_wide_rows = 0;
+  std::int64_t stripe_wide_tiles = 0;
   PanelHints panel;              // as PlanHints gave them (panel_plan() decides per panel)
   std::int64_t batch_chunk = 1;  // matrices per pass; bounds the workspace
   // Workspace per matrix, in floats:
@@ -109,6 +114,7 @@ struct PlanHints {
   int look_ahead = -1;  // 0 / 1: off / on; -1: the policy's
   int fused_update = -1;  // 0 / 1: off / on (one-level plans only); -1: the policy's
   int stripe_update = -1;  // 0: off; 1: on, FP32; 2: on, 3xTF32; -1: the policy's
+  int stripe_wide = -1;  // wide updates taller than a CTA's stripe: 0 never, 1 always on larfb_stripe; -1: the policy's
   PanelHints panel;       // the blocked path's panel kernels
 };
 
@@ -133,6 +139,18 @@ LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int 
 GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& desc, const PlanHints& hints = {});
 // The policy's outer block width for the gemm trailing update (see GeqrfPlan::outer_nb).
 int outer_width(const DeviceInfo& dev, int m, int n, std::int64_t batch);
+// An update wider than an outer block (the trailing matrix's) and taller than one CTA's
+// stripe goes to larfb_stripe up to kStripeWideMaxRows rows, while cuBLAS's V^T C would
+// have at most 2 CTAs per SM (one per 32 x 64 tile of W, each walking all rows in turn:
+// GeqrfPlan::stripe_wide_tiles); to cuBLAS otherwise. Measured (docs/perf-notes.md v11,
+// row-major, device time), all such updates on larfb_stripe against all on cuBLAS:
+// 2 x 4096^2 16.6 against 22.2 ms (first update: 128 tiles of W), 4 x 3000^2 12.4 against
+// 14.8 (188), 8 x 2048^2 8.3 against 8.7 (256); 30 x 1536^2 9.0 against 8.2 (690), and
+// 1 x 8192^2 56.1 against 50.2, 49.3 with only updates of up to 4096 rows on the stripe.
+inline constexpr int kStripeWideMaxRows = 4096;
+// Whether the plan sends the update of `ncols` columns of `rows` rows to larfb_stripe
+// (where the kernel can implement it; see GeqrfPlan::stripe_update).
+bool stripe_update_for(const GeqrfPlan& plan, int rows, int ncols, std::int64_t batch);
 // Whether a one-level gemm plan applies each panel with larfb_fused (see GeqrfPlan).
 inline constexpr int kFusedUpdateMaxRows = 256;
 bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch);
