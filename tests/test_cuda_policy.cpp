@@ -11,6 +11,7 @@
 #include "cuda/geqr2_warp_launch.hpp"
 #include "cuda/geqr2_wcol.hpp"
 #include "cuda/larft_merge.hpp"
+#include "cuda/larfb_stripe.hpp"
 #include "cuda/policy.hpp"
 #include "test_util.hpp"
 
@@ -286,6 +287,34 @@ TEST(CudaPolicy, StripeUpdatesAtEveryBatch) {
   hints.stripe_update = 0;
   EXPECT_FALSE(make_plan(dev, make_geqrf_desc(176, 176, 40), hints).stripe_update);
   EXPECT_TRUE(make_plan(dev, make_geqrf_desc(176, 176, 40), hints).fused_update);  // the previous rule
+}
+
+// The row split that larfb_stripe's cluster variant assumes: one CTA up to 1024 rows; then
+// at most 16 CTAs of at most 512 rows (a multiple of 32), every one of them holding rows,
+// two per SM by shared memory; nothing past 8192 rows.
+TEST(CudaPolicy, StripeClustersSplitTheRows) {
+  const DeviceInfo dev = h200();
+  for (int rows = 1; rows <= kLarfbStripeClusterMaxRows + 64; rows += rows < 1100 ? 37 : 97) {
+    const int S = larfb_stripe_cluster(rows);
+    if (rows > kLarfbStripeClusterMaxRows) {
+      EXPECT_EQ(S, 0) << rows;
+      continue;
+    }
+    if (rows <= kLarfbStripeMaxRows) {
+      EXPECT_EQ(S, 1) << rows;
+      EXPECT_LE(larfb_stripe_smem_bytes(rows), dev.smem_per_block_optin) << rows;
+      continue;
+    }
+    ASSERT_GE(S, 2) << rows;
+    ASSERT_LE(S, kLarfbStripeMaxCluster) << rows;
+    const int cap = stripe_split_rows(rows, S);
+    EXPECT_EQ(cap % 32, 0) << rows;
+    EXPECT_LE(cap, kLarfbStripeSplitRows) << rows;
+    EXPECT_LT((S - 1) * cap, rows) << rows;  // the last CTA holds rows too
+    EXPECT_GE(S * cap, rows) << rows;
+    EXPECT_LE(2 * (larfb_stripe_smem_bytes(rows) + 1024), dev.smem_per_sm) << rows;  // 1 KiB reserved per CTA
+  }
+  EXPECT_EQ(larfb_stripe_cluster(kLarfbStripeClusterMaxRows), kLarfbStripeMaxCluster);
 }
 
 // Updates taller than one CTA's stripe: the next panel's columns always on larfb_stripe;
