@@ -4,7 +4,8 @@
 // outer_width() in policy.cu rests on measurements. Not part of the library.
 //
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
-//                     [--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--layout row|col] [m n batch]...
+//                     [--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1]
+//                     [--layout row|col] [m n batch]...
 //                     (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
 // --fused-update: one-level plans apply panels with larfb_fused (1) or cuBLAS (0), not
@@ -97,8 +98,9 @@ int main(int argc, char** argv) {
       i += 3;
     } else {
       std::fprintf(stderr,
-                   "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] [--stripe-wide 0|1] "
-                   "[--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--layout row|col] [m n batch]...\n");
+                   "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
+                   "[--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--layout row|col] "
+                   "[m n batch]...\n");
       return 2;
     }
   }

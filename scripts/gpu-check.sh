@@ -84,8 +84,9 @@ if [ $run_san = 1 ]; then
   if [ $run_race = 1 ]; then
     # Shared-memory races: the warp kernel (n = 20), the fused register kernel (n = 64), and
     # the blocked path's register panels with larfb_fused, larfb_stripe (3xTF32, K = 32 and
-    # 64; FP32 on a cluster of 3 CTAs at 1100 rows; 3xTF32 on 3 at 1030) and cluster panels (one call per variant of geqrf_outer_sweep: the
-    # CLI factors 50 inputs per case, too slow here).
+    # 64; FP32 on a cluster of 3 CTAs at 1100 rows; 3xTF32 on 3 at 1030) and cluster panels
+    # (one call per variant of geqrf_outer_sweep: the CLI factors 50 inputs per case, too
+    # slow here).
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/batchqr" bench --no-baselines \
       --no-validate --rounds 1 --case batch=2,n=20 --case batch=1,n=64 >>"$L" 2>&1
     note "racecheck (warp and fused kernels): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"

@@ -135,8 +135,8 @@ TEST_F(UpdateKernels, Stripe) {
       expect_accurate(make_geqrf_desc(257, 300, 3, layout), two, want, Distribution::mixed, 2.0);
       expect_accurate(make_geqrf_desc(520, 530, 17, layout), two, want, Distribution::mixed, 2.0);
       expect_accurate(make_geqrf_desc(1024, 1000, 2, layout), two, want, Distribution::dense, 1.0);
-      expect_accurate(make_geqrf_desc(1100, 300, 2, layout), one, want, Distribution::dense, 1.0);  // 3 x 384 rows
-      expect_accurate(make_geqrf_desc(2500, 130, 2, layout), two, want, Distribution::mixed, 2.0);  // 5 x 512
+      expect_accurate(make_geqrf_desc(1100, 300, 2, layout), one, want, Distribution::dense, 1.0);  // 2 x 384 + 332 rows
+      expect_accurate(make_geqrf_desc(2500, 130, 2, layout), two, want, Distribution::mixed, 2.0);  // 4 x 512 + 452
       expect_accurate(padded(1500, 100, 2, layout), two, want, Distribution::dense, 1.0);
       expect_accurate(make_geqrf_desc(4100, 70, 1, layout), one, want, Distribution::dense, 1.0);  // 8 x 480 + 260
       expect_accurate(make_geqrf_desc(8200, 40, 1, layout), one, want, Distribution::dense, 1.0);  // first: cuBLAS

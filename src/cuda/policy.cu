@@ -87,7 +87,9 @@ RegConfig reg_cluster_config(const DeviceInfo& dev, int rows, int ncols, int for
 bool stripe_update_for(const GeqrfPlan& plan, int rows, int ncols, std::int64_t batch) {
   if (!plan.stripe_update) return false;
   if (ncols <= plan.outer_nb || rows <= kLarfbStripeMaxRows) return true;
-  return rows <= plan.stripe_wide_rows && batch * ((ncols + 63) / 64) <= plan.stripe_wide_tiles;
+  constexpr int kCublasWTileCols = 64;  // cuBLAS's V^T C tiles W 32 x 64 (ncu, docs/perf-notes.md v11)
+  const std::int64_t tiles = batch * ((ncols + kCublasWTileCols - 1) / kCublasWTileCols);
+  return rows <= plan.stripe_wide_rows && tiles <= plan.stripe_wide_tiles;
 }
 
 PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool with_t, std::int64_t batch,
