@@ -19,6 +19,11 @@ constexpr int NT = 256;     // threads per CTA: 8 warps
 constexpr int kWarps = NT / 32;
 constexpr int kRedSlots = kWarps / 2;  // W partials parked during the tree sum
 constexpr int kMaxK = 64;
+// The instruction diet (float4 stripe and T copies, V in float4 runs in phase 3, T^T W
+// balanced over the warps) for K = 64 only: measured faster there (512x640, 1024x60,
+// 2048x8), but slower for K = 32 alone (one-level plans, 300x1000 +7%; docs/perf-notes.md v12).
+template <int K>
+constexpr bool kDiet = K == 64;
 
 // Shared memory holds TN-float rows (the stripe, W2) with their eight float4 groups
 // permuted per row: group q of row r sits at q ^ 2 (r & 3). The tensor-core fragments
@@ -34,13 +39,30 @@ __device__ __forceinline__ void st4(float* s, int r, int c4, float4 v) {
 }
 
 // The stripe (rows x cn columns of C) into shared memory and back, read and written in the
-// order of the layout: row-major, a warp per row (lane = column); column-major, a warp per
-// column (lane = row). Columns past cn are zeros. stripe_in's copies complete after
-// async_wait().
+// order of the layout: row-major, a warp per row (lane = column), or with `vec4` (rows and
+// the stripe's first column 16-byte aligned) 8 lanes per row, a float4 group each, so a
+// warp moves four rows per instruction; column-major, a warp per column (lane = row).
+// Columns past cn are zeros. stripe_in's copies complete after async_wait().
 template <Layout L>
-__device__ __forceinline__ void stripe_in(const MatrixView<L>& C, float* sC, int rows, int cn) {
+__device__ __forceinline__ void stripe_in(const MatrixView<L>& C, float* sC, int rows, int cn, bool vec4) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if constexpr (L == Layout::row_major) {
+    if (vec4) {
+      const int q = lane & 7;
+      for (int r = 4 * warp + (lane >> 3); r < rows; r += 4 * kWarps) {
+        float* dst = sC + r * TN + (grp(r, q) << 2);
+        if (4 * q + 4 <= cn) {
+          async_copy16(dst, &C(r, 4 * q));
+        } else {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            if (4 * q + e < cn) async_copy(dst + e, &C(r, 4 * q + e));
+            else dst[e] = 0.0f;
+          }
+        }
+      }
+      return;
+    }
     for (int r = warp; r < rows; r += kWarps) {
       if (lane < cn) async_copy(sC + swz(r, lane), &C(r, lane));
       else sC[swz(r, lane)] = 0.0f;
@@ -54,9 +76,24 @@ __device__ __forceinline__ void stripe_in(const MatrixView<L>& C, float* sC, int
   }
 }
 template <Layout L>
-__device__ __forceinline__ void stripe_out(const MatrixView<L>& C, const float* sC, int rows, int cn) {
+__device__ __forceinline__ void stripe_out(const MatrixView<L>& C, const float* sC, int rows, int cn, bool vec4) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if constexpr (L == Layout::row_major) {
+    if (vec4) {
+      const int q = lane & 7;
+      for (int r = 4 * warp + (lane >> 3); r < rows; r += 4 * kWarps) {
+        const float4 x = ld4(sC, r, q);
+        if (4 * q + 4 <= cn) {
+          *reinterpret_cast<float4*>(&C(r, 4 * q)) = x;
+        } else {
+          const float v[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            if (4 * q + e < cn) C(r, 4 * q + e) = v[e];
+        }
+      }
+      return;
+    }
     if (lane < cn)
       for (int r = warp; r < rows; r += kWarps) C(r, lane) = sC[swz(r, lane)];
   } else {
@@ -118,13 +155,20 @@ __device__ __forceinline__ void cluster_exit() {
 }
 
 // T (K x K, upper triangular, zeros below; rows t_ld apart) into sT[i][k] by the warps
-// from `first` on.
+// from `first` on; with vec, in float4 groups (T and its rows 16-byte aligned).
 template <int K>
-__device__ __forceinline__ void stage_t(const float* T, int t_ld, float* sT, int first) {
+__device__ __forceinline__ void stage_t(const float* T, int t_ld, float* sT, int first, bool vec) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (warp < first) return;
-  for (int i = warp - first; i < K; i += kWarps - first)
-    for (int k = lane; k < K; k += 32) async_copy(sT + i * K + k, T + static_cast<std::int64_t>(i) * t_ld + k);
+  if (vec) {
+    constexpr int G = K / 4, RP = 32 / G;  // float4 groups per row, rows per warp pass
+    const int q = lane % G;
+    for (int i = (warp - first) * RP + lane / G; i < K; i += (kWarps - first) * RP)
+      async_copy16_l1(sT + i * K + 4 * q, T + static_cast<std::int64_t>(i) * t_ld + 4 * q);
+  } else {
+    for (int i = warp - first; i < K; i += kWarps - first)
+      for (int k = lane; k < K; k += 32) async_copy(sT + i * K + k, T + static_cast<std::int64_t>(i) * t_ld + k);
+  }
   async_wait();
 }
 
@@ -134,14 +178,14 @@ __device__ __forceinline__ void stage_t(const float* T, int t_ld, float* sT, int
 // the second round on: warps 4-7 stage T there meanwhile. Returns where T is.
 template <int K, class Park, class Gather>
 __device__ __forceinline__ float* tree_sum_stage_t(Park& park, Gather& gather, float* sRed, const LarfbOperands& p,
-                                                   std::int64_t mat, int warp) {
+                                                   std::int64_t mat, int warp, bool vec_t) {
   float* sT = sRed + 2 * kMaxK * TN;
   if (warp >= 4) park(warp - 4);
   __syncthreads();
   if (warp < 4) gather(warp);
   __syncthreads();
   if (warp == 2 || warp == 3) park(warp - 2);
-  stage_t<K>(p.t + mat * p.t_stride, p.t_ld, sT, 4);
+  stage_t<K>(p.t + mat * p.t_stride, p.t_ld, sT, 4, vec_t);
   __syncthreads();
   if (warp < 2) gather(warp);
   __syncthreads();
@@ -151,15 +195,43 @@ __device__ __forceinline__ float* tree_sum_stage_t(Park& park, Gather& gather, f
   return sT;
 }
 
-// W2 = T^T W for column `lane` and rows k = 8 warp + q, q < K / 8: w2[q] = sum_i T[i][k] W[i][c]
-// over all i (T's stored zeros below the diagonal add nothing), in order of i.
+// The rows of W2 = T^T W that warp w forms: two runs of K / 16, k = (K / 16) w + j and
+// k = K - (K / 16) (w + 1) + j, so that with T upper triangular (W2 row k sums rows i <= k
+// of W) every warp does the same work: (K / 16) (K / 2 + K / 16) products, where rows
+// 8 w .. 8 w + 7 gave warp 7 all K of them.
+template <int K>
+__device__ __forceinline__ int w2_row(int warp, int q) {
+  if constexpr (!kDiet<K>) return K / 8 * warp + q;
+  constexpr int H = K / 16;
+  return q < H ? H * warp + q : K - H * (warp + 1) + (q - H);
+}
+
+// w2[q] = sum_{i <= k} T[i][k] W[i][c] for k = w2_row(warp, q) and column c = `lane`, in
+// order of i (T's zeros below the diagonal are skipped, not added).
 // With Swz, W[i][c] sits at column c ^ ((i / (K / 8)) & 7) of its row (see the 3xTF32 kernel).
 template <int K, bool Swz = false>
 __device__ __forceinline__ void t_times_w(const float* sT, const float* sW, float (&w2)[K / 8]) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  constexpr int Q = K / 8;
+  constexpr int H = K / 16;
+  static_assert(H == 2 || H == 4, "a run of T's columns is one float2 or float4");
+  const int lo = H * warp, hi = K - H * (warp + 1);
 #pragma unroll
-  for (int q = 0; q < Q; ++q) w2[q] = 0.0f;
+  for (int q = 0; q < 2 * H; ++q) w2[q] = 0.0f;
+  auto run = [&](const float* trow, float w, float* acc) {
+    if constexpr (H == 4) {
+      const float4 tt = *reinterpret_cast<const float4*>(trow);
+      acc[0] = fmaf(tt.x, w, acc[0]);
+      acc[1] = fmaf(tt.y, w, acc[1]);
+      acc[2] = fmaf(tt.z, w, acc[2]);
+      acc[3] = fmaf(tt.w, w, acc[3]);
+    } else {
+      const float2 tt = *reinterpret_cast<const float2*>(trow);
+      acc[0] = fmaf(tt.x, w, acc[0]);
+      acc[1] = fmaf(tt.y, w, acc[1]);
+    }
+  };
+  if constexpr (!kDiet<K>) {
+  constexpr int Q = K / 8;
 #pragma unroll 8
   for (int i = 0; i < K; ++i) {
     const float w = sW[i * TN + (Swz ? lane ^ ((i / (K / 8)) & 7) : lane)];
@@ -173,6 +245,17 @@ __device__ __forceinline__ void t_times_w(const float* sT, const float* sW, floa
       w2[q + 3] = fmaf(tt.w, w, w2[q + 3]);
     }
   }
+  } else {
+  auto w_at = [&](int i) { return sW[i * TN + (Swz ? lane ^ ((i / (K / 8)) & 7) : lane)]; };
+#pragma unroll 4
+  for (int i = 0; i < lo + H; ++i) {
+    const float w = w_at(i);
+    run(sT + i * K + lo, w, w2);
+    run(sT + i * K + hi, w, w2 + H);
+  }
+#pragma unroll 4
+  for (int i = lo + H; i < hi + H; ++i) run(sT + i * K + hi, w_at(i), w2 + H);
+  }
 }
 
 // StripeMath::fp32. Phase 1 (W = V^T C) gives lane (kq, cq) = (lane / 4, lane % 4) the K/8 x 8 block
@@ -180,7 +263,7 @@ __device__ __forceinline__ void t_times_w(const float* sT, const float* sW, floa
 // tree. Phase 3 (C -= V W2) gives each thread a 4-row x 8-column block of C per pass of
 // 256 rows: rows 32 w + 4 (lane / 4) .., columns 8 (lane % 4) ...
 template <Layout L, int K, bool kSplit>
-__global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands p) {
+__global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands p, const bool vec4, const bool vec_t) {
   static_assert(K == 32 || K == 64, "K / 8 rows of W per lane, read as float4");
   constexpr int KT = K / 8;
   extern __shared__ __align__(16) float smem[];
@@ -201,7 +284,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands
   const MatrixView<L> C = MatrixView<L>{p.a + mat * p.stride, p.ld}.offset(p.j0 + sr.row0, p.col0 + tile * TN);
   const float* vt = p.vt + mat * p.vt_stride + static_cast<std::int64_t>(sr.row0) * p.vt_ld;
 
-  stripe_in(C, sC, rows, cn);
+  stripe_in(C, sC, rows, cn, kDiet<K> && vec4);
   async_wait();
   __syncthreads();
 
@@ -259,7 +342,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands
       acc[a][4] += y.x; acc[a][5] += y.y; acc[a][6] += y.z; acc[a][7] += y.w;
     }
   };
-  float* sT = tree_sum_stage_t<K>(park, gather, sRed, p, mat, warp);
+  float* sT = tree_sum_stage_t<K>(park, gather, sRed, p, mat, warp, kDiet<K> && vec_t);
   if (warp == 0)
 #pragma unroll
     for (int a = 0; a < KT; ++a)
@@ -267,12 +350,12 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands
       for (int b = 0; b < 8; ++b) sW[(kq * KT + a) * TN + cq * 8 + b] = acc[a][b];
   const float* sWall = cluster_sum_w<kSplit, K>(sW, sWsum);
 
-  // --- phase 2: W2 = T^T W: lane = column, rows 8 warp .. 8 warp + K / 8 ----------------------
+  // --- phase 2: W2 = T^T W: lane = column, rows w2_row(warp, 0 .. K / 8) --------------------
   {
     float w2[K / 8];
     t_times_w<K>(sT, sWall, w2);
 #pragma unroll
-    for (int q = 0; q < K / 8; ++q) sW2[swz(K / 8 * warp + q, lane)] = w2[q];
+    for (int q = 0; q < K / 8; ++q) sW2[swz(w2_row<K>(warp, q), lane)] = w2[q];
   }
   __syncthreads();
 
@@ -320,7 +403,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands
   }
   __syncthreads();
 
-  stripe_out(C, sC, rows, cn);
+  stripe_out(C, sC, rows, cn, kDiet<K> && vec4);
   cluster_exit<kSplit>();
 }
 
@@ -341,7 +424,7 @@ __device__ __forceinline__ int v1_swizzle(int r) {
 //     k = KQ t + 2 ks (+1); n-tile nt column g is c = 8 nt + g.
 // -W2 is stored split (big, small) in the order phase 3 reads its B fragments.
 template <Layout L, int K, bool kSplit>
-__global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOperands p) {
+__global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOperands p, const bool vec4, const bool vec_t) {
   static_assert(K == 32 || K == 64, "whole m16 tiles of W");
   constexpr int MT = K / 16, KL = K / 8, KQ = K / 4, KS = K / 8;
   extern __shared__ __align__(16) float smem[];
@@ -364,7 +447,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
   const MatrixView<L> C = MatrixView<L>{p.a + mat * p.stride, p.ld}.offset(p.j0 + sr.row0, p.col0 + tile * TN);
   const float* vt = p.vt + mat * p.vt_stride + static_cast<std::int64_t>(sr.row0) * p.vt_ld;
 
-  stripe_in(C, sC, rows, cn);
+  stripe_in(C, sC, rows, cn, kDiet<K> && vec4);
   async_wait();
   __syncthreads();
 
@@ -466,7 +549,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
       }
   };
   static_assert(kVals * 32 <= kMaxK * TN, "a warp's partial fits a slot");
-  float* sT = tree_sum_stage_t<K>(park, gather, sRed, p, mat, warp);
+  float* sT = tree_sum_stage_t<K>(park, gather, sRed, p, mat, warp, kDiet<K> && vec_t);
   if (warp == 0)
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -485,7 +568,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
     t_times_w<K, true>(sT, sWall, w2);
 #pragma unroll
     for (int q = 0; q < K / 8; ++q) {
-      const int k = K / 8 * warp + q;
+      const int k = w2_row<K>(warp, q);
       const int tt = k / KQ, ks = (k % KQ) >> 1, h = k & 1, nt = lane >> 3, gg = lane & 7;
       const int at = ((ks * 4 + nt) * 32 + 4 * gg + tt) * 2 + h;
       split_tf32(-w2[q], sBb[at], sBs[at]);  // -W2, so that the accumulators (C) become C - V W2
@@ -509,6 +592,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
           d[mt][nt][2 * h + 1] = x.y;
         }
       }
+    if constexpr (!kDiet<K>) {
 #pragma unroll 2
     for (int ks = 0; ks < KS; ++ks) {
       std::uint32_t ab[2][4], as[2][4];
@@ -537,6 +621,46 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
         for (int mt = 0; mt < 2; ++mt) mma_3xtf32(d[mt][nt], ab[mt], as[mt], bb, bs);
       }
     }
+    } else {
+    // V's rows in float4 runs, each feeding two k-steps: a lane's 16 bytes of a row are
+    // then one half sector, not two quarters fetched by different k-steps.
+#pragma unroll 1
+    for (int k2 = 0; k2 < KS; k2 += 2) {
+      float4 v[2][2];
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = R + 16 * mt + g + 8 * h;
+          v[mt][h] = r < rows ? __ldg(reinterpret_cast<const float4*>(vt + static_cast<std::int64_t>(r) * p.vt_ld +
+                                                                      KQ * t + 2 * k2))
+                              : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+#pragma unroll
+      for (int kk = 0; kk < 2; ++kk) {
+        const int ks = k2 + kk;
+        std::uint32_t ab[2][4], as[2][4];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+          const float v0 = kk ? v[mt][0].z : v[mt][0].x, v0b = kk ? v[mt][0].w : v[mt][0].y;
+          const float v1 = kk ? v[mt][1].z : v[mt][1].x, v1b = kk ? v[mt][1].w : v[mt][1].y;
+          split_tf32(v0, ab[mt][0], as[mt][0]);
+          split_tf32(v1, ab[mt][1], as[mt][1]);
+          split_tf32(v0b, ab[mt][2], as[mt][2]);
+          split_tf32(v1b, ab[mt][3], as[mt][3]);
+        }
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+          const int at = ((ks * 4 + nt) * 32 + lane) * 2;
+          const uint2 xb = *reinterpret_cast<const uint2*>(sBb + at);
+          const uint2 xs = *reinterpret_cast<const uint2*>(sBs + at);
+          const std::uint32_t bb[2] = {xb.x, xb.y}, bs[2] = {xs.x, xs.y};
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) mma_3xtf32(d[mt][nt], ab[mt], as[mt], bb, bs);
+        }
+      }
+    }
+    }
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
@@ -550,7 +674,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
   }
   __syncthreads();
 
-  stripe_out(C, sC, rows, cn);
+  stripe_out(C, sC, rows, cn, kDiet<K> && vec4);
   cluster_exit<kSplit>();
 }
 
@@ -565,13 +689,17 @@ Status launch(const LarfbOperands& p, std::int64_t batch, cudaStream_t stream) {
   const int S = larfb_stripe_cluster(p.rows);
   const std::size_t smem = larfb_stripe_smem_bytes(p.rows);
   const unsigned grid = static_cast<unsigned>(batch * ((p.ncols + TN - 1) / TN) * S);
+  // Row-major stripes move as float4 groups where every row's group starts 16-byte aligned.
+  const bool vec4 = kDiet<K> && L == Layout::row_major && reinterpret_cast<std::uintptr_t>(p.a) % 16 == 0 && p.ld % 4 == 0 &&
+      p.stride % 4 == 0 && p.col0 % 4 == 0;
+  const bool vec_t = kDiet<K> && reinterpret_cast<std::uintptr_t>(p.t) % 16 == 0 && p.t_ld % 4 == 0 && p.t_stride % 4 == 0;
   if (S == 1) {
-    kernel<L, K, M, false>()<<<grid, NT, smem, stream>>>(p);
+    kernel<L, K, M, false>()<<<grid, NT, smem, stream>>>(p, vec4, vec_t);
     BATCHQR_CUDA_TRY(cudaGetLastError());
     return Status::success;
   }
   const ClusterLaunch l(dim3(grid), dim3(NT), smem, stream, S);
-  BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&l.cfg, kernel<L, K, M, true>(), p));
+  BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&l.cfg, kernel<L, K, M, true>(), p, vec4, vec_t));
   return Status::success;
 }
 
