@@ -195,66 +195,69 @@ __device__ __forceinline__ float* tree_sum_stage_t(Park& park, Gather& gather, f
   return sT;
 }
 
-// The rows of W2 = T^T W that warp w forms: two runs of K / 16, k = (K / 16) w + j and
-// k = K - (K / 16) (w + 1) + j, so that with T upper triangular (W2 row k sums rows i <= k
-// of W) every warp does the same work: (K / 16) (K / 2 + K / 16) products, where rows
-// 8 w .. 8 w + 7 gave warp 7 all K of them.
+// The rows of W2 = T^T W that warp w forms. With the diet (K = 64): two runs of K / 16,
+// k = (K / 16) w + j and k = K - (K / 16) (w + 1) + j, so that with T upper triangular
+// (W2 row k sums rows i <= k of W) every warp does the same work, (K / 16) (K / 2 + K / 16)
+// products, where rows 8 w .. 8 w + 7 give warp 7 all K of them. Without it (K = 32):
+// rows (K / 8) w + q, every i summed.
 template <int K>
 __device__ __forceinline__ int w2_row(int warp, int q) {
-  if constexpr (!kDiet<K>) return K / 8 * warp + q;
   constexpr int H = K / 16;
-  return q < H ? H * warp + q : K - H * (warp + 1) + (q - H);
+  if constexpr (!kDiet<K>) return K / 8 * warp + q;
+  else return q < H ? H * warp + q : K - H * (warp + 1) + (q - H);
 }
 
-// w2[q] = sum_{i <= k} T[i][k] W[i][c] for k = w2_row(warp, q) and column c = `lane`, in
-// order of i (T's zeros below the diagonal are skipped, not added).
-// With Swz, W[i][c] sits at column c ^ ((i / (K / 8)) & 7) of its row (see the 3xTF32 kernel).
+// W[i][c] for column c = `lane`; with Swz it sits at column c ^ ((i / (K / 8)) & 7) of
+// its row (see the 3xTF32 kernel).
+template <int K, bool Swz>
+__device__ __forceinline__ float w_at(const float* sW, int i) {
+  const int lane = threadIdx.x & 31;
+  return sW[i * TN + (Swz ? lane ^ ((i / (K / 8)) & 7) : lane)];
+}
+
+// acc[0 .. n) += T[i][k0 ..] w for a run of n = 2 or 4 columns of T's row trow.
+template <int N>
+__device__ __forceinline__ void t_run(const float* trow, float w, float* acc) {
+  if constexpr (N == 4) {
+    const float4 tt = *reinterpret_cast<const float4*>(trow);
+    acc[0] = fmaf(tt.x, w, acc[0]);
+    acc[1] = fmaf(tt.y, w, acc[1]);
+    acc[2] = fmaf(tt.z, w, acc[2]);
+    acc[3] = fmaf(tt.w, w, acc[3]);
+  } else {
+    static_assert(N == 2, "a run is one float2 or float4");
+    const float2 tt = *reinterpret_cast<const float2*>(trow);
+    acc[0] = fmaf(tt.x, w, acc[0]);
+    acc[1] = fmaf(tt.y, w, acc[1]);
+  }
+}
+
+// w2[q] = sum_i T[i][k] W[i][lane] for k = w2_row(warp, q), in order of i. With the diet,
+// T's zeros below the diagonal are skipped, not added.
 template <int K, bool Swz = false>
 __device__ __forceinline__ void t_times_w(const float* sT, const float* sW, float (&w2)[K / 8]) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  constexpr int H = K / 16;
-  static_assert(H == 2 || H == 4, "a run of T's columns is one float2 or float4");
-  const int lo = H * warp, hi = K - H * (warp + 1);
+  const int warp = threadIdx.x >> 5;
+  constexpr int Q = K / 8, H = K / 16;
 #pragma unroll
-  for (int q = 0; q < 2 * H; ++q) w2[q] = 0.0f;
-  auto run = [&](const float* trow, float w, float* acc) {
-    if constexpr (H == 4) {
-      const float4 tt = *reinterpret_cast<const float4*>(trow);
-      acc[0] = fmaf(tt.x, w, acc[0]);
-      acc[1] = fmaf(tt.y, w, acc[1]);
-      acc[2] = fmaf(tt.z, w, acc[2]);
-      acc[3] = fmaf(tt.w, w, acc[3]);
-    } else {
-      const float2 tt = *reinterpret_cast<const float2*>(trow);
-      acc[0] = fmaf(tt.x, w, acc[0]);
-      acc[1] = fmaf(tt.y, w, acc[1]);
-    }
-  };
+  for (int q = 0; q < Q; ++q) w2[q] = 0.0f;
   if constexpr (!kDiet<K>) {
-  constexpr int Q = K / 8;
 #pragma unroll 8
-  for (int i = 0; i < K; ++i) {
-    const float w = sW[i * TN + (Swz ? lane ^ ((i / (K / 8)) & 7) : lane)];
-    const float* trow = sT + i * K + Q * warp;
+    for (int i = 0; i < K; ++i) {
+      const float w = w_at<K, Swz>(sW, i);
+      const float* trow = sT + i * K + Q * warp;
 #pragma unroll
-    for (int q = 0; q < Q; q += 4) {
-      const float4 tt = *reinterpret_cast<const float4*>(trow + q);
-      w2[q] = fmaf(tt.x, w, w2[q]);
-      w2[q + 1] = fmaf(tt.y, w, w2[q + 1]);
-      w2[q + 2] = fmaf(tt.z, w, w2[q + 2]);
-      w2[q + 3] = fmaf(tt.w, w, w2[q + 3]);
+      for (int q = 0; q < Q; q += 4) t_run<4>(trow + q, w, w2 + q);
     }
-  }
   } else {
-  auto w_at = [&](int i) { return sW[i * TN + (Swz ? lane ^ ((i / (K / 8)) & 7) : lane)]; };
+    const int lo = H * warp, hi = K - H * (warp + 1);
 #pragma unroll 4
-  for (int i = 0; i < lo + H; ++i) {
-    const float w = w_at(i);
-    run(sT + i * K + lo, w, w2);
-    run(sT + i * K + hi, w, w2 + H);
-  }
+    for (int i = 0; i < lo + H; ++i) {
+      const float w = w_at<K, Swz>(sW, i);
+      t_run<H>(sT + i * K + lo, w, w2);
+      t_run<H>(sT + i * K + hi, w, w2 + H);
+    }
 #pragma unroll 4
-  for (int i = lo + H; i < hi + H; ++i) run(sT + i * K + hi, w_at(i), w2 + H);
+    for (int i = lo + H; i < hi + H; ++i) t_run<H>(sT + i * K + hi, w_at<K, Swz>(sW, i), w2 + H);
   }
 }
 
@@ -594,60 +597,22 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
       }
     if constexpr (!kDiet<K>) {
 #pragma unroll 2
-    for (int ks = 0; ks < KS; ++ks) {
-      std::uint32_t ab[2][4], as[2][4];
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
-        float2 v[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = R + 16 * mt + g + 8 * h;
-          v[h] = r < rows ? __ldg(reinterpret_cast<const float2*>(vt + static_cast<std::int64_t>(r) * p.vt_ld +
-                                                                  KQ * t + 2 * ks))
-                          : make_float2(0.0f, 0.0f);
-        }
-        split_tf32(v[0].x, ab[mt][0], as[mt][0]);
-        split_tf32(v[1].x, ab[mt][1], as[mt][1]);
-        split_tf32(v[0].y, ab[mt][2], as[mt][2]);
-        split_tf32(v[1].y, ab[mt][3], as[mt][3]);
-      }
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
-        const int at = ((ks * 4 + nt) * 32 + lane) * 2;
-        const uint2 xb = *reinterpret_cast<const uint2*>(sBb + at);
-        const uint2 xs = *reinterpret_cast<const uint2*>(sBs + at);
-        const std::uint32_t bb[2] = {xb.x, xb.y}, bs[2] = {xs.x, xs.y};
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt) mma_3xtf32(d[mt][nt], ab[mt], as[mt], bb, bs);
-      }
-    }
-    } else {
-    // V's rows in float4 runs, each feeding two k-steps: a lane's 16 bytes of a row are
-    // then one half sector, not two quarters fetched by different k-steps.
-#pragma unroll 1
-    for (int k2 = 0; k2 < KS; k2 += 2) {
-      float4 v[2][2];
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = R + 16 * mt + g + 8 * h;
-          v[mt][h] = r < rows ? __ldg(reinterpret_cast<const float4*>(vt + static_cast<std::int64_t>(r) * p.vt_ld +
-                                                                      KQ * t + 2 * k2))
-                              : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        }
-#pragma unroll
-      for (int kk = 0; kk < 2; ++kk) {
-        const int ks = k2 + kk;
+      for (int ks = 0; ks < KS; ++ks) {
         std::uint32_t ab[2][4], as[2][4];
 #pragma unroll
         for (int mt = 0; mt < 2; ++mt) {
-          const float v0 = kk ? v[mt][0].z : v[mt][0].x, v0b = kk ? v[mt][0].w : v[mt][0].y;
-          const float v1 = kk ? v[mt][1].z : v[mt][1].x, v1b = kk ? v[mt][1].w : v[mt][1].y;
-          split_tf32(v0, ab[mt][0], as[mt][0]);
-          split_tf32(v1, ab[mt][1], as[mt][1]);
-          split_tf32(v0b, ab[mt][2], as[mt][2]);
-          split_tf32(v1b, ab[mt][3], as[mt][3]);
+          float2 v[2];
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = R + 16 * mt + g + 8 * h;
+            v[h] = r < rows ? __ldg(reinterpret_cast<const float2*>(vt + static_cast<std::int64_t>(r) * p.vt_ld +
+                                                                    KQ * t + 2 * ks))
+                            : make_float2(0.0f, 0.0f);
+          }
+          split_tf32(v[0].x, ab[mt][0], as[mt][0]);
+          split_tf32(v[1].x, ab[mt][1], as[mt][1]);
+          split_tf32(v[0].y, ab[mt][2], as[mt][2]);
+          split_tf32(v[1].y, ab[mt][3], as[mt][3]);
         }
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt) {
@@ -659,7 +624,45 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
           for (int mt = 0; mt < 2; ++mt) mma_3xtf32(d[mt][nt], ab[mt], as[mt], bb, bs);
         }
       }
-    }
+    } else {
+      // V's rows in float4 runs, each feeding two k-steps: a lane's 16 bytes of a row are
+      // then one half sector, not two quarters fetched by different k-steps.
+#pragma unroll 1
+      for (int k2 = 0; k2 < KS; k2 += 2) {
+        float4 v[2][2];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = R + 16 * mt + g + 8 * h;
+            v[mt][h] = r < rows ? __ldg(reinterpret_cast<const float4*>(vt + static_cast<std::int64_t>(r) * p.vt_ld +
+                                                                        KQ * t + 2 * k2))
+                                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+          }
+#pragma unroll
+        for (int kk = 0; kk < 2; ++kk) {
+          const int ks = k2 + kk;
+          std::uint32_t ab[2][4], as[2][4];
+#pragma unroll
+          for (int mt = 0; mt < 2; ++mt) {
+            const float v0 = kk ? v[mt][0].z : v[mt][0].x, v0b = kk ? v[mt][0].w : v[mt][0].y;
+            const float v1 = kk ? v[mt][1].z : v[mt][1].x, v1b = kk ? v[mt][1].w : v[mt][1].y;
+            split_tf32(v0, ab[mt][0], as[mt][0]);
+            split_tf32(v1, ab[mt][1], as[mt][1]);
+            split_tf32(v0b, ab[mt][2], as[mt][2]);
+            split_tf32(v1b, ab[mt][3], as[mt][3]);
+          }
+#pragma unroll
+          for (int nt = 0; nt < 4; ++nt) {
+            const int at = ((ks * 4 + nt) * 32 + lane) * 2;
+            const uint2 xb = *reinterpret_cast<const uint2*>(sBb + at);
+            const uint2 xs = *reinterpret_cast<const uint2*>(sBs + at);
+            const std::uint32_t bb[2] = {xb.x, xb.y}, bs[2] = {xs.x, xs.y};
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) mma_3xtf32(d[mt][nt], ab[mt], as[mt], bb, bs);
+          }
+        }
+      }
     }
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
