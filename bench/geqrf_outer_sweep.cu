@@ -5,6 +5,7 @@
 //
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
 //                     [--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1]
+//                     [--chol 0|1] [--chol-rows R]
 //                     [--layout row|col] [m n batch]...
 //                     (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
@@ -17,7 +18,9 @@
 // panels take R rows per warp wherever a compiled shape of that R holds them;
 // --reg-cluster: panels of more than 1024 rows in the registers of a cluster (1) or in
 // geqr2_kernel (0); c > 1: every panel of >= 32 c rows on a cluster of c CTAs; --wcol:
-// panels of at most 1024 rows on geqr2_wcol (1) or not (0); --layout:
+// panels of at most 1024 rows on geqr2_wcol (1) or not (0); --chol: panels of more than
+// 1024 rows (32 columns) on the Cholesky QR panel where the policy takes it (1) or never
+// (0); --chol-rows: at most R rows per CTA of that panel; --layout:
 // of the matrices (default column-major).
 // Each width is timed with the look-ahead (side stream) and without it ("-").
 #include <cuda_runtime.h>
@@ -87,6 +90,12 @@ int main(int argc, char** argv) {
     } else if (arg == "--reg-cluster" && i + 1 < argc) {
       panel.reg_cluster = std::max(0, std::atoi(argv[i + 1]));
       i += 2;
+    } else if (arg == "--chol" && i + 1 < argc) {
+      panel.chol = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
+      i += 2;
+    } else if (arg == "--chol-rows" && i + 1 < argc) {
+      panel.chol_rows = std::max(0, std::atoi(argv[i + 1]));
+      i += 2;
     } else if (arg == "--wcol" && i + 1 < argc) {
       panel.wcol = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
       i += 2;
@@ -99,7 +108,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
-                   "[--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--layout row|col] "
+                   "[--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--chol 0|1] [--chol-rows R] "
+                   "[--layout row|col] "
                    "[m n batch]...\n");
       return 2;
     }

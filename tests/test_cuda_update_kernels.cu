@@ -2,7 +2,8 @@
 // (PlanHints), whatever the policy would pick for the shape, so that every kernel is
 // tested even where the policy does not choose it today: larfb_stripe (K = 32 one level,
 // K = 32 and 64 two level, one CTA or a cluster per stripe), larfb_fused, the three
-// cuBLAS products; geqr2_wcol and the register panel for every panel of up to 1024 rows.
+// cuBLAS products; geqr2_wcol and the register panel for every panel of up to 1024 rows;
+// the Cholesky QR panel and its fallback.
 // Every result goes through the gate.
 #include <cuda_runtime.h>
 
@@ -75,8 +76,13 @@ class UpdateKernels : public ::testing::Test {
       ASSERT_EQ(plan.stripe_update ? (plan.stripe_math == cuda::StripeMath::tf32x3 ? 3 : 2) : plan.fused_update ? 1 : 0,
                 expect);
     const std::uint64_t seed = fresh_seed();
-    const std::string what = describe(d, dist, cond, seed) + " outer " + std::to_string(plan.outer_nb);
-    const auto h = generate_batch(d, dist, cond, seed);
+    check_batch(d, hints, generate_batch(d, dist, cond, seed), describe(d, dist, cond, seed));
+  }
+
+  // Factors the host batch `h` under `hints` and checks the gate.
+  void check_batch(const GeqrfDesc& d, const PlanHints& hints, const std::vector<float>& h, const std::string& name) {
+    const GeqrfPlan plan = cuda::make_plan(dev_, d, hints);
+    const std::string what = name + " outer " + std::to_string(plan.outer_nb);
     const std::size_t bytes = h.size() * sizeof(float);
     float *a0 = nullptr, *a = nullptr, *tau = nullptr;
     void* ws = nullptr;
@@ -181,6 +187,55 @@ TEST_F(UpdateKernels, PanelKernels) {
       expect_accurate(padded(333, 200, 4, layout), one, -1, Distribution::band, 1.0);
       expect_accurate(make_geqrf_desc(520, 520, 200, layout), two, -1, Distribution::mixed, 2.0);  // batch > SMs
     }
+  }
+}
+
+// The Cholesky QR panel (panels of 32 columns and more than 1024 rows), at most 512 and at
+// most 256 rows per CTA: clusters of 3 to 16 CTAs, a last CTA shorter than the others or
+// empty, both layouts, padded strides, one and two level; rankdef's later panels fall back to
+// the Householder panel. Then batches in which some matrices must fall back (a zero column,
+// two equal columns, a scale whose R is tiny in FP32) beside matrices that must not, and one
+// scaled by 1e30 that stays on it.
+TEST_F(UpdateKernels, CholPanel) {
+  for (int cap : {0, 256}) {
+    PlanHints one, two;
+    one.outer_nb = 32;
+    two.outer_nb = 64;
+    one.panel.chol_rows = two.panel.chol_rows = cap;
+    auto taken = [&](int m, std::int64_t batch, const PlanHints& hints) {
+      const cuda::PanelPlan pp = cuda::panel_plan(dev_, m, 32, 32, true, batch, hints.panel);
+      return cuda::chol_panel_config(dev_, m, 32, pp, hints.panel).cluster > 0;
+    };
+    for (Layout layout : {Layout::row_major, Layout::col_major}) {
+      ASSERT_TRUE(taken(1025, 3, one));
+      expect_accurate(make_geqrf_desc(1025, 40, 3, layout), one, -1, Distribution::dense, 1.0);
+      expect_accurate(make_geqrf_desc(2100, 130, 2, layout), two, -1, Distribution::mixed, 2.0);
+      expect_accurate(padded(1500, 100, 2, layout), one, -1, Distribution::dense, 1.0);
+      expect_accurate(make_geqrf_desc(4100, 70, 1, layout), one, -1, Distribution::dense, 1.0);
+      ASSERT_EQ(taken(8192, 1, one), cap == 0);  // 16 CTAs of 512 rows; 32 of 256 are too many
+      expect_accurate(make_geqrf_desc(8192, 33, 1, layout), one, -1, Distribution::rowscale, 0.0);
+      expect_accurate(make_geqrf_desc(3000, 96, 4, layout), one, -1, Distribution::rankdef, 0.0);
+      expect_accurate(make_geqrf_desc(2048, 2048, 1, layout), one, -1, Distribution::dense, 1.0);
+    }
+  }
+  PlanHints hints;
+  hints.outer_nb = 32;
+  for (Layout layout : {Layout::row_major, Layout::col_major}) {
+    const GeqrfDesc d = make_geqrf_desc(1500, 64, 6, layout);
+    const std::uint64_t seed = fresh_seed();
+    std::vector<float> h = generate_batch(d, Distribution::dense, 1.0, seed);
+    auto at = [&](int b, int i, int j) -> float& {
+      return h[b * d.stride + (layout == Layout::row_major ? i * d.ld + j : j * d.ld + i)];
+    };
+    for (int i = 0; i < d.m; ++i) {
+      at(1, i, 5) = 0.0f;          // a zero column: a zero pivot
+      at(2, i, 7) = at(2, i, 3);   // two equal columns
+      for (int j = 0; j < d.n; ++j) {
+        at(3, i, j) *= 1e-35f;     // R below 2^-100
+        at(4, i, j) *= 1e30f;      // still on the Cholesky panel
+      }
+    }
+    check_batch(d, hints, h, describe(d, Distribution::dense, 1.0, seed) + " with fallbacks");
   }
 }
 

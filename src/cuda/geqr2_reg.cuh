@@ -65,6 +65,7 @@ struct Geqr2RegArgs {
   int ncols;                // columns held and updated (>= nrefl)
   int nrefl;                // reflectors to form
   int cluster = 1;          // CTAs per matrix (kernel variant kCluster): CTA q holds rows q*W*R ..
+  const int* only_flagged = nullptr;  // kCluster: non-null, factor only the matrices b with only_flagged[b] != 0
 };
 
 // Dot partials are stored column by column, one slot per warp of the launch bounds: a
@@ -119,6 +120,9 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
   const int cs = kCluster ? p.cluster : 1;
   const std::int64_t mat = blockIdx.x / cs;
   const int rank = static_cast<int>(blockIdx.x - mat * cs);
+  if constexpr (kCluster) {
+    if (p.only_flagged != nullptr && p.only_flagged[mat] == 0) return;  // the whole cluster alike
+  }
   const int rb = rank * W * R;                              // first panel row of this CTA
   const int nrows = kCluster ? min(p.rows - rb, W * R) : p.rows;  // rows held here (may be <= 0)
 

@@ -8,6 +8,7 @@
 #include "cuda/cluster_launch.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/geqr2.cuh"
+#include "cuda/geqr2_chol.hpp"
 #include "cuda/geqr2_reg_launch.hpp"
 #include "cuda/geqr2_warp_launch.hpp"
 #include "cuda/geqr2_wcol.hpp"
@@ -107,6 +108,7 @@ Status GeqrfOperation::initialize(const DeviceInfo& dev) {
   if (st == Status::success) st = larft_merge_initialize();
   if (st == Status::success) st = larfb_stripe_initialize();
   if (st == Status::success) st = geqr2_wcol_initialize(dev);
+  if (st == Status::success && dev.cluster_launch) st = geqr2_chol_initialize();
   return st;
 }
 
@@ -161,14 +163,24 @@ void set_outputs(PanelArgs& g, const PanelOut& out) {
 }
 
 // One panel: geqr2 (+ larft) on columns j0 .. j0 + jb of every matrix of the chunk.
+// flags (one int per matrix, or null): where the Cholesky QR panel may run, its flags for
+// the Householder panel that follows it.
 Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args, const GeqrfPlan& plan, float* a,
-                    float* tau, int j0, int jb, bool with_t, const PanelOut& out, std::int64_t nbat, cudaStream_t stream) {
+                    float* tau, int j0, int jb, bool with_t, const PanelOut& out, int* flags, std::int64_t nbat,
+                    cudaStream_t stream) {
   const GeqrfDesc& d = args.desc;
   const int rows = static_cast<int>(d.m) - j0;
   const PanelPlan pp = panel_plan(dev, rows, jb, jb, with_t, nbat, plan.panel);
   if (pp.wcol_rows_per_lane > 0 || pp.reg.rows_per_warp > 0) {  // the two register-resident panels
     Geqr2RegArgs g = reg_args(d, a, tau, j0, rows, jb, jb);
     if (with_t) set_outputs(g, out);
+    const CholConfig cc = flags != nullptr ? chol_panel_config(dev, rows, jb, pp, plan.panel) : CholConfig{};
+    if (cc.cluster > 0) {
+      // The Cholesky QR panel, then the Householder panel on the matrices it flagged.
+      const Status st = launch_geqr2_chol(d.layout, g, cc, flags, nbat, stream);
+      if (st != Status::success) return st;
+      g.only_flagged = flags;
+    }
     return pp.wcol_rows_per_lane > 0 ? launch_geqr2_wcol(d.layout, g, pp.wcol_rows_per_lane, nbat, stream)
                                      : launch_geqr2_reg(d.layout, g, pp.reg, nbat, stream);
   }
@@ -197,7 +209,7 @@ Status update_columns(const GeqrfPlan& plan, cublasHandle_t blas, cudaStream_t s
 // V^T (JB x rows) and T (JB x JB) of the block land in `out`.
 Status outer_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args, const GeqrfPlan& plan,
                    cublasHandle_t blas, float* a, float* tau, int J0, int JB, bool trailing, const PanelOut& out,
-                   float* w_inner, float* s_ws, std::int64_t nbat, cudaStream_t stream) {
+                   float* w_inner, float* s_ws, int* flags, std::int64_t nbat, cudaStream_t stream) {
   const GeqrfDesc& d = args.desc;
   for (int j0 = J0; j0 < J0 + JB; j0 += plan.nb) {
     const int jb = std::min(plan.nb, J0 + JB - j0), q = j0 - J0;
@@ -206,7 +218,7 @@ Status outer_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args,
     in.t = out.t + static_cast<std::int64_t>(q) * out.t_ld + q;
     in.vt = out.vt + q + static_cast<std::int64_t>(q) * out.vt_ld;
     in.vt_pad = q;
-    Status st = launch_panel(dev, args, plan, a, tau, j0, jb, right > 0 || trailing, in, nbat, stream);
+    Status st = launch_panel(dev, args, plan, a, tau, j0, jb, right > 0 || trailing, in, flags, nbat, stream);
     if (st != Status::success) return st;
     if (right > 0) {
       st = update_columns(plan, blas, stream, d, a, in, w_inner, static_cast<std::int64_t>(plan.w_inner_floats), j0,
@@ -281,6 +293,7 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
   float* vt_ws = w_ws + static_cast<std::size_t>(chunk) * plan.w_floats;
   float* w_inner_ws = vt_ws + bufs * chunk * plan.vt_floats;
   float* s_ws = w_inner_ws + static_cast<std::size_t>(chunk) * plan.w_inner_floats;
+  int* flags = gemm ? reinterpret_cast<int*>(s_ws + static_cast<std::size_t>(chunk) * plan.s_floats) : nullptr;
 
   for (std::int64_t b0 = 0; b0 < d.batch; b0 += chunk) {
     const std::int64_t nbat = std::min(chunk, d.batch - b0);
@@ -319,7 +332,7 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
         out.vt_stride = static_cast<std::int64_t>(plan.vt_floats);
         out.vt_ld = JB;
         Status st = outer_panel(dev, args, plan, res.blas_side, a, tau, J0, JB, trailing > 0, out, w_inner_ws, s_ws,
-                                nbat, side);
+                                flags, nbat, side);
         if (st != Status::success) return st;
         if (trailing <= 0) continue;
         BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_panel, side));
@@ -356,7 +369,7 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
       PanelOut out;
       out.t = t_ws;
       out.t_stride = static_cast<std::int64_t>(kMaxPanelWidth) * kMaxPanelWidth;
-      Status st = launch_panel(dev, args, plan, a, tau, j0, jb, with_t, out, nbat, stream);
+      Status st = launch_panel(dev, args, plan, a, tau, j0, jb, with_t, out, nullptr, nbat, stream);
       if (st != Status::success) return st;
       if (!with_t) continue;
       LarfbArgs la{};

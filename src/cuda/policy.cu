@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "cuda/geqr2.cuh"
+#include "cuda/geqr2_chol.hpp"
 #include "cuda/geqr2_reg.cuh"
 #include "cuda/geqr2_warp_launch.hpp"
 #include "cuda/geqr2_wcol.hpp"
@@ -150,6 +151,12 @@ PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool
   return p;
 }
 
+CholConfig chol_panel_config(const DeviceInfo& dev, int rows, int ncols, const PanelPlan& pp, const PanelHints& hints) {
+  if (hints.chol == 0 || ncols != kCholWidth || rows <= 32 * 32) return {};
+  if (pp.wcol_rows_per_lane > 0 || pp.reg.rows_per_warp == 0 || pp.reg.cluster < 2) return {};
+  return geqr2_chol_config(dev, rows, hints.chol_rows > 0 ? hints.chol_rows : kCholMaxRowsPerCta);
+}
+
 bool wcol_panel(const DeviceInfo&, int rows, int ncols, std::int64_t) {
   // Measured (docs/perf-notes.md v9; ncu, each panel inside 512 x 640, row-major): geqr2_wcol
   // against the register panel, us per launch: 512 rows 177 / 231, 384 139 / 210, 288 138 /
@@ -259,8 +266,10 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     plan.blas_bytes = kBlasWorkspace;
     const std::size_t once = 2 * (plan.blas_bytes + 256);  // two handles, each aligned to 256 bytes
     // T and V^T twice: the look-ahead panel writes one pair while updates read the other.
+    // ... and one int per matrix: the Cholesky QR panel's flags (geqr2_chol.hpp).
     const std::size_t per =
-        (2 * plan.t_floats + 2 * plan.vt_floats + plan.w_floats + plan.w_inner_floats + plan.s_floats) * sizeof(float);
+        (2 * plan.t_floats + 2 * plan.vt_floats + plan.w_floats + plan.w_inner_floats + plan.s_floats) * sizeof(float) +
+        sizeof(int);
     plan.batch_chunk = std::max<std::int64_t>(1, std::min<std::int64_t>(d.batch, kMaxWorkspace / per));
     plan.workspace_bytes = once + static_cast<std::size_t>(plan.batch_chunk) * per;
     return plan;

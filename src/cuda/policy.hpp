@@ -7,6 +7,7 @@
 
 #include "batchqr/types.hpp"
 #include "cuda/device_info.hpp"
+#include "cuda/geqr2_chol.hpp"
 #include "cuda/larfb_operands.hpp"
 #include "cuda/reg_config.hpp"
 
@@ -49,6 +50,8 @@ struct PanelHints {
   int reg_cluster = -1;   // 0 / 1: panels of more than 1024 rows never / always on reg_cluster_config;
                           // c > 1: every panel of >= 32 c rows on a cluster of c CTAs
   int wcol = -1;          // 0 / 1: panels of at most 1024 rows never / always on geqr2_wcol; -1: the policy's
+  int chol = -1;          // 0: never the Cholesky QR panel (geqr2_chol.hpp); -1 / 1: where the policy takes it
+  int chol_rows = 0;      // > 0: at most this many rows per CTA of the Cholesky QR panel
 };
 
 struct PanelPlan {
@@ -131,6 +134,12 @@ inline constexpr std::size_t kMaxWorkspace = std::size_t{1} << 30;
 // and threads), keeping at least kMinSplitRows rows per CTA.
 inline constexpr int kLarfbCtasPerSm = 8;
 inline constexpr int kMinSplitRows = 256;
+
+// The Cholesky QR panel's configuration for a rows x ncols panel (cluster 0: not taken):
+// panels of exactly 32 columns taller than one CTA's register panel (1024 rows), on at
+// most kCholMaxRowsPerCta rows per CTA, where the Householder panel it falls back to is a
+// cluster's register panel (`pp`).
+CholConfig chol_panel_config(const DeviceInfo& dev, int rows, int ncols, const PanelPlan& pp, const PanelHints& hints);
 
 // Shared-memory layout of one panel (rows x ncols) split over `cluster` CTAs.
 PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool with_t,

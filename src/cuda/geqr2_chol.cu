@@ -1,0 +1,407 @@
+// The Cholesky QR panel: a panel of `rows` x 32 (rows > one CTA's share) factored by one
+// thread-block cluster per matrix, CTA q holding rows q * RC .. q * RC + RC - 1 in FP64 in
+// shared memory. With A the panel:
+//
+//   1. G = A^T A: each CTA's rows on the FP64 tensor cores (mma m8n8k4), its warps summed
+//      in a fixed tree; the CTAs' sums added through distributed shared memory in rank
+//      order, so that every CTA holds the same bits of G (the only cluster barrier).
+//   2. In every CTA (the same arithmetic everywhere, so the same decision): G = R^T R
+//      (Cholesky; R^-1 alongside on a second warp), Q_top = A(0:32, :) R^-1 on the tensor
+//      cores, then the Householder reconstruction (LAPACK orhr_col): Q_top - S = L U
+//      without pivoting (L^-1 and U^-1 alongside on two more warps), S = diag(+-1) chosen
+//      so that |U(k, k)| >= 1. The reflectors are V = [L; A(32:, :) R^-1 U^-1], T =
+//      -U S L^-T (larft's T of V), tau = diag(T), and the R of geqr2 is S R.
+//      The matrix is left to the Householder panel (flagged, nothing written) unless
+//      every pivot is positive, kappa_F(R) <= kCholMaxKappa, S R is normal in FP32 and
+//      every result is finite.
+//   3. Every CTA forms its rows of V as A M with M = R^-1 U^-1 (FP64 tensor cores) and
+//      writes them, in place and as V^T; rank 0 also writes the top 32 rows (L below the
+//      diagonal, S R on and above), tau and T.
+//
+// In exact arithmetic this is the Householder QR of the panel (the reflectors are unique
+// up to the signs S). In FP64 the Cholesky QR of a panel with kappa <= 3e3 is orthogonal to
+// ~1e-9; the outputs are rounded to FP32 once.
+#include <cooperative_groups.h>
+
+#include <cfloat>
+
+#include "cuda/cluster_launch.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/geqr2_chol.hpp"
+#include "cuda/geqr2_reg.cuh"
+#include "cuda/matrix_view.cuh"
+#include "cuda/small_fp64.cuh"
+
+namespace batchqr::cuda {
+namespace {
+
+namespace cg = cooperative_groups;
+using small::Col;
+using small::kSmallLd;
+
+// Row stride of the panel in shared memory, in doubles: 36 = 4 (mod 16) keeps the mma
+// fragment loads (4 rows x 8 columns, or 8 rows x 4 columns, per half-warp) conflict-free.
+constexpr int kLdA = 36;
+constexpr int kWarps = kCholThreads / 32;
+constexpr int kTiles = 10;  // 8 x 8 tiles of G on and above the diagonal
+constexpr int kSmallDoubles = 32 * kSmallLd;
+
+// D += A B on the FP64 tensor cores, m8n8k4: a = A(lane / 4, lane % 4), b = B(lane % 4,
+// lane / 4), d = D(lane / 4, 2 (lane % 4) + {0, 1}).
+__device__ __forceinline__ void dmma(double (&d)[2], double a, double b) {
+  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
+               : "+d"(d[0]), "+d"(d[1])
+               : "d"(a), "d"(b));
+}
+
+// The 32 x 32 matrices are row-major, kSmallLd apart.
+struct CholSmem {
+  double* a;     // [RC][kLdA]: this CTA's rows, FP64
+  double* top;   // the panel's first 32 rows (every CTA loads them)
+  double* gp;    // this CTA's part of G (read by the other CTAs until they arrive)
+  double* r;     // G, then R
+  double* rit;   // R^-T
+  double* q;     // Q_top = A_top R^-1, then L and U packed
+  double* li;    // L^-1
+  double* m;     // M = R^-1 U^-1
+  double* t;     // T = -U S L^-T
+  double* uit;   // U^-T (in top's place, once Q_top is formed)
+  double* red;   // [4][kTiles][2][32]: the warps' tree sum of G (in li, m and t's place)
+  double* sign;  // [32]: S
+  double* bc;    // [2][32]: a factorization step's shared vector (small_fp64.cuh)
+  double* rsq;   // [32]: cholesky_r's 1 / sqrt(pivot) per step
+  double* norms; // [2]: ||R||_F^2, ||R^-1||_F^2
+  int* ok;
+};
+
+constexpr int kSmallMatrices = 8;
+static_assert(4 * kTiles * 64 <= 3 * kSmallDoubles, "red fits in li, m and t");
+
+__device__ __forceinline__ CholSmem carve(unsigned char* raw, int rc) {
+  CholSmem s;
+  s.a = reinterpret_cast<double*>(raw);
+  double* x = s.a + rc * kLdA;
+  for (double** m : {&s.top, &s.gp, &s.r, &s.rit, &s.q, &s.li, &s.m, &s.t}) {
+    *m = x;
+    x += kSmallDoubles;
+  }
+  s.uit = s.top;
+  s.red = s.li;
+  s.sign = x;
+  s.bc = s.sign + 32;
+  s.rsq = s.bc + 64;
+  s.norms = s.rsq + 32;
+  s.ok = reinterpret_cast<int*>(s.norms + 2);
+  return s;
+}
+
+// Z = X Y (32 x 32, FP64 tensor cores) with X(i, k) = x(i, k) and Y(k, j) = y(k, j):
+// warp w forms the 8 x 8 tiles w and w + 8 and stores them through z(i, j, value).
+template <class FX, class FY, class FZ>
+__device__ __forceinline__ void small_product(FX x, FY y, FZ z, int warp, int lane) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int tile = warp + h * kWarps, bi = tile >> 2, bj = tile & 3;
+    double d[2] = {0.0, 0.0};
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks)
+      dmma(d, x(8 * bi + (lane >> 2), 4 * ks + (lane & 3)), y(4 * ks + (lane & 3), 8 * bj + (lane >> 2)));
+#pragma unroll
+    for (int e = 0; e < 2; ++e) z(8 * bi + (lane >> 2), 8 * bj + 2 * (lane & 3) + e, d[e]);
+  }
+}
+
+struct CholKernelArgs {
+  Geqr2RegArgs p;
+  int rows_per_cta;
+  int* flag;
+};
+
+template <Layout L>
+__global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholKernelArgs args) {
+  const Geqr2RegArgs& p = args.p;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int cs = p.cluster;
+  const int rank = static_cast<int>(cluster.block_rank());
+  const std::int64_t mat = blockIdx.x / cs;
+  const int rc = args.rows_per_cta;
+  const int rb = rank * rc;
+  const int nloc = max(0, min(p.rows - rb, rc));
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const CholSmem s = carve(smem_raw, rc);
+  const MatrixView<L> A = MatrixView<L>{p.a + mat * p.stride, p.ld}.offset(p.j0, p.j0);
+
+  // --- this CTA's rows and the first 32 rows, in FP64 ------------------------------------
+  // Loads issued in two rounds of up to 32 per thread before their stores (one round trip
+  // each, not one per element).
+  {
+    constexpr int kIter = kCholMaxRowsPerCta * 32 / kCholThreads / 2, kTopIter = 32 * 32 / kCholThreads;
+    const int total = rc * 32;
+    auto rc_of = [&](int idx, int rows, int& r, int& c) {
+      if constexpr (L == Layout::row_major) {
+        r = idx >> 5;
+        c = idx & 31;
+      } else {
+        c = idx / rows;
+        r = idx - c * rows;
+      }
+    };
+    float w[kTopIter];
+#pragma unroll
+    for (int it = 0; it < kTopIter; ++it) {
+      int r = 0, c = 0;
+      rc_of(tid + it * kCholThreads, 32, r, c);
+      w[it] = A(r, c);
+    }
+#pragma unroll 1
+    for (int round = 0; round < 2; ++round) {
+      float v[kIter];
+#pragma unroll
+      for (int it = 0; it < kIter; ++it) {
+        const int idx = tid + (round * kIter + it) * kCholThreads;
+        int r = 0, c = 0;
+        rc_of(idx, rc, r, c);
+        v[it] = idx < total && r < nloc ? A(rb + r, c) : 0.0f;
+      }
+#pragma unroll
+      for (int it = 0; it < kIter; ++it) {
+        const int idx = tid + (round * kIter + it) * kCholThreads;
+        int r = 0, c = 0;
+        rc_of(idx, rc, r, c);
+        if (idx < total) s.a[r * kLdA + c] = static_cast<double>(v[it]);
+      }
+    }
+#pragma unroll
+    for (int it = 0; it < kTopIter; ++it) {
+      int r = 0, c = 0;
+      rc_of(tid + it * kCholThreads, 32, r, c);
+      s.top[r * kSmallLd + c] = static_cast<double>(w[it]);
+    }
+  }
+  __syncthreads();
+
+  // --- 1. G = A^T A ----------------------------------------------------------------------
+  {
+    double g[kTiles][2];
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t) g[t][0] = g[t][1] = 0.0;
+    for (int ks = warp; 4 * ks < nloc; ks += kWarps) {  // rows past the panel are zero
+      const double* row = s.a + (4 * ks + (lane & 3)) * kLdA + (lane >> 2);
+      const double x[4] = {row[0], row[8], row[16], row[24]};
+      int t = 0;
+#pragma unroll
+      for (int bi = 0; bi < 4; ++bi)
+#pragma unroll
+        for (int bj = bi; bj < 4; ++bj) dmma(g[t++], x[bi], x[bj]);
+    }
+    // The warps' tiles summed in a fixed tree: 4-7 onto 0-3, 2-3 onto 0-1, 1 onto 0.
+#pragma unroll
+    for (int half = kWarps / 2; half >= 1; half /= 2) {
+      if (warp >= half && warp < 2 * half)
+#pragma unroll
+        for (int t = 0; t < kTiles; ++t)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) s.red[((warp - half) * kTiles + t) * 64 + e * 32 + lane] = g[t][e];
+      __syncthreads();
+      if (warp < half)
+#pragma unroll
+        for (int t = 0; t < kTiles; ++t)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) g[t][e] += s.red[(warp * kTiles + t) * 64 + e * 32 + lane];
+      __syncthreads();
+    }
+    if (warp == 0) {
+      int t = 0;
+#pragma unroll
+      for (int bi = 0; bi < 4; ++bi)
+#pragma unroll
+        for (int bj = bi; bj < 4; ++bj, ++t)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) s.gp[(8 * bi + (lane >> 2)) * kSmallLd + 8 * bj + 2 * (lane & 3) + e] = g[t][e];
+    }
+  }
+  cluster.sync();
+  // Every CTA sums the CTAs' parts in rank order (the upper triangle is all it reads).
+  for (int idx = tid; idx < 32 * 32; idx += kCholThreads) {
+    const int i = idx >> 5, j = idx & 31;
+    if (i > j) continue;
+    double sum = 0.0;
+    for (int q = 0; q < cs; ++q) sum += cluster.map_shared_rank(s.gp, q)[idx];
+    s.r[idx] = sum;
+  }
+  // This CTA has read the others' parts: they may leave once they are done (wait at exit).
+  asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+  __syncthreads();
+
+  // --- 2. R, the reconstruction, the checks ---------------------------------------------
+  // The factorizations on warps 0-2 (small_fp64.cuh; their warps meet at named barriers 1
+  // and 2), the products on every warp.
+  if (warp == 0) {
+    Col c;
+    small::load_col(s.r, lane, c);
+    __syncwarp();  // every lane has read G before row 0 of R replaces it
+    double fr;
+    const bool ok = small::cholesky_r(c, lane, s.r, s.rsq, fr, 1);
+    fr = small::warp_sum(fr);
+    // S R normal in FP32 (||R||_F bounds every entry), its diagonal not tiny.
+    const bool rep = sqrt(fr) <= static_cast<double>(FLT_MAX) && s.r[lane * kSmallLd + lane] >= 0x1p-100;
+    const bool all = __all_sync(0xffffffffu, ok && rep);
+    if (lane == 0) {
+      s.ok[0] = all ? 1 : 0;
+      s.norms[0] = fr;
+    }
+  } else if (warp == 1) {
+    double fi;
+    small::cholesky_rit(lane, s.r, s.rsq, s.rit, fi, 1);
+    fi = small::warp_sum(fi);
+    if (lane == 0) s.norms[1] = fi;
+  }
+  __syncthreads();
+  // kappa_F(R) = ||R||_F ||R^-1||_F (false for NaN).
+  if (tid == 0 && !(sqrt(s.norms[0] * s.norms[1]) <= kCholMaxKappa)) s.ok[0] = 0;
+  __syncthreads();
+  // Q_top = A_top R^-1 (R^-1(k, j) = R^-T(j, k)).
+  small_product([&](int i, int k) { return s.top[i * kSmallLd + k]; },
+                [&](int k, int j) { return s.rit[j * kSmallLd + k]; },
+                [&](int i, int j, double x) { s.q[i * kSmallLd + j] = x; }, warp, lane);
+  __syncthreads();
+  if (warp == 0) {
+    Col c;
+    small::load_col(s.q, lane, c);
+    __syncwarp();  // every lane has read Q_top before row 0 of the LU replaces it
+    small::lu_signs(c, lane, s.q, s.sign, s.bc, 2);
+  } else if (warp == 1) {
+    small::lu_li(lane, s.bc, s.li, 2);
+  } else if (warp == 2) {
+    small::lu_ui(lane, s.q, s.uit, 2);  // the upper part of the packed LU is U
+  }
+  __syncthreads();
+  // M = R^-1 U^-1 and T = -(U S) L^-T.
+  small_product([&](int i, int k) { return s.rit[k * kSmallLd + i]; },
+                [&](int k, int j) { return s.uit[j * kSmallLd + k]; },
+                [&](int i, int j, double x) { s.m[i * kSmallLd + j] = x; }, warp, lane);
+  small_product([&](int i, int k) { return k >= i ? s.q[i * kSmallLd + k] * s.sign[k] : 0.0; },
+                [&](int k, int j) { return s.li[j * kSmallLd + k]; },
+                [&](int i, int j, double x) { s.t[i * kSmallLd + j] = -x; }, warp, lane);
+  __syncthreads();
+  {
+    bool fin = true;
+    for (int idx = tid; idx < 32 * 32; idx += kCholThreads) fin = fin && isfinite(s.m[idx]) && isfinite(s.t[idx]);
+    if (__syncthreads_or(!fin) || *s.ok == 0) {
+      if (rank == 0 && tid == 0) args.flag[mat] = 1;
+      asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+      return;
+    }
+  }
+  if (rank == 0) {
+    if (tid == 0) args.flag[mat] = 0;
+    if (p.t_out != nullptr)
+      for (int idx = tid; idx < 32 * 32; idx += kCholThreads)
+        p.t_out[mat * p.t_stride + static_cast<std::int64_t>(idx >> 5) * p.t_ld + (idx & 31)] = static_cast<float>(s.t[idx]);
+    if (tid < 32) p.tau[mat * p.tau_stride + p.j0 + tid] = static_cast<float>(s.t[tid * kSmallLd + tid]);
+  }
+
+  // --- 3. write-out -----------------------------------------------------------------------
+  float* vt = p.vt_out != nullptr ? p.vt_out + mat * p.vt_stride : nullptr;
+  if (rank == 0) {
+    // The first 32 rows: L below the diagonal, S R on and above; V^T's unit diagonal.
+    for (int idx = tid; idx < 32 * 32; idx += kCholThreads) {
+      const int i = L == Layout::row_major ? idx >> 5 : idx & 31;
+      const int j = L == Layout::row_major ? idx & 31 : idx >> 5;
+      const double x = i > j ? s.q[i * kSmallLd + j] : s.sign[i] * s.r[i * kSmallLd + j];
+      A(i, j) = static_cast<float>(x);
+      if (vt != nullptr) vt[static_cast<std::int64_t>(i) * p.vt_ld + j] = i > j ? static_cast<float>(x) : (i == j ? 1.0f : 0.0f);
+    }
+    if (vt != nullptr)
+      for (int idx = tid; idx < p.vt_pad * 32; idx += kCholThreads)
+        vt[static_cast<std::int64_t>(idx / 32 - p.vt_pad) * p.vt_ld + idx % 32] = 0.0f;
+  }
+  {
+    // M as mma B fragments: mb[ks][bj] = M(4 ks + lane % 4, 8 bj + lane / 4), where nonzero.
+    double mb[8][4];
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks)
+#pragma unroll
+      for (int bj = 0; bj < 4; ++bj)
+        mb[ks][bj] = ks <= 2 * bj + 1 ? s.m[(4 * ks + (lane & 3)) * kSmallLd + 8 * bj + (lane >> 2)] : 0.0;
+    const int first = rank == 0 ? 4 : 0;  // rank 0's first 32 rows are written above
+    for (int blk = first + warp; 8 * blk < nloc; blk += kWarps) {
+      double a[8];
+#pragma unroll
+      for (int ks = 0; ks < 8; ++ks) a[ks] = s.a[(8 * blk + (lane >> 2)) * kLdA + 4 * ks + (lane & 3)];
+      double v[4][2];
+#pragma unroll
+      for (int bj = 0; bj < 4; ++bj) {
+        v[bj][0] = v[bj][1] = 0.0;
+#pragma unroll
+        for (int ks = 0; ks <= 2 * bj + 1; ++ks) dmma(v[bj], a[ks], mb[ks][bj]);
+      }
+      const int r = 8 * blk + (lane >> 2);  // this lane's row (in this CTA)
+      if (r < nloc) {
+        const int rg = rb + r;
+#pragma unroll
+        for (int bj = 0; bj < 4; ++bj)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int col = 8 * bj + 2 * (lane & 3) + e;
+            const float x = static_cast<float>(v[bj][e]);
+            A(rg, col) = x;
+            if (vt != nullptr) vt[static_cast<std::int64_t>(rg) * p.vt_ld + col] = x;
+          }
+      }
+    }
+  }
+  // No CTA may leave while another still reads its shared memory.
+  asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+}
+
+template <Layout L>
+Status launch(const Geqr2RegArgs& p, const CholConfig& cfg, int* flag, std::int64_t batch, cudaStream_t stream) {
+  CholKernelArgs args{p, cfg.rows_per_cta, flag};
+  args.p.cluster = cfg.cluster;
+  const ClusterLaunch l(dim3(static_cast<unsigned>(batch * cfg.cluster)), dim3(kCholThreads),
+                       geqr2_chol_smem(cfg.rows_per_cta), stream, cfg.cluster);
+  BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&l.cfg, geqr2_chol_kernel<L>, args));
+  return Status::success;
+}
+
+template <Layout L>
+Status raise_limits() {
+  BATCHQR_CUDA_TRY(cudaFuncSetAttribute(geqr2_chol_kernel<L>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(geqr2_chol_smem(kCholMaxRowsPerCta))));
+  BATCHQR_CUDA_TRY(cudaFuncSetAttribute(geqr2_chol_kernel<L>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  return Status::success;
+}
+
+}  // namespace
+
+std::size_t geqr2_chol_smem(int rows_per_cta) {
+  return sizeof(double) * (static_cast<std::size_t>(rows_per_cta) * kLdA + kSmallMatrices * kSmallDoubles + 32 + 64 + 32 + 2) +
+         sizeof(int);
+}
+
+CholConfig geqr2_chol_config(const DeviceInfo& dev, int rows, int rows_per_cta_max) {
+  CholConfig c;
+  const int cap = std::min(kCholMaxRowsPerCta, rows_per_cta_max) / 32 * 32;
+  if (!dev.cluster_launch || cap < 32 || rows <= cap) return c;
+  const int cs = (rows + cap - 1) / cap;
+  if (cs > kCholMaxCluster) return c;
+  c.cluster = cs;
+  c.rows_per_cta = ((rows + cs - 1) / cs + 31) / 32 * 32;
+  return c;
+}
+
+Status geqr2_chol_initialize() {
+  const Status st = raise_limits<Layout::row_major>();
+  return st == Status::success ? raise_limits<Layout::col_major>() : st;
+}
+
+Status launch_geqr2_chol(Layout layout, const Geqr2RegArgs& args, const CholConfig& cfg, int* flag, std::int64_t batch,
+                         cudaStream_t stream) {
+  if (cfg.cluster < 2 || args.ncols != kCholWidth || args.nrefl != kCholWidth) return Status::backend_error;
+  return layout == Layout::row_major ? launch<Layout::row_major>(args, cfg, flag, batch, stream)
+                                     : launch<Layout::col_major>(args, cfg, flag, batch, stream);
+}
+
+}  // namespace batchqr::cuda
