@@ -229,6 +229,40 @@ TEST(CudaPolicy, TallerPanelsUpTo1024RowsOnWarpsThatOwnColumns) {
   EXPECT_GT(panel_plan(dev, 1024, 32, 32, true, 40, off).reg.rows_per_warp, 0);
 }
 
+// Panels of 32 columns and 1025-8192 rows: the Cholesky QR panel, the fewest CTAs of at most
+// 512 rows (a multiple of 32), before the cluster register panel it falls back to.
+TEST(CudaPolicy, TallPanelsOf32ColumnsByCholeskyQr) {
+  const DeviceInfo dev = h200();
+  auto cfg = [&](int rows, int ncols, const PanelHints& hints = {}) {
+    return chol_panel_config(dev, rows, ncols, panel_plan(dev, rows, ncols, ncols, true, 2, hints), hints);
+  };
+  for (int rows : {1025, 1100, 2048, 2049, 3000, 4096, 4097, 6000, 8192}) {
+    const CholConfig c = cfg(rows, 32);
+    EXPECT_GE(c.cluster, 2) << rows;
+    EXPECT_LE(c.cluster, kCholMaxCluster) << rows;
+    EXPECT_EQ(c.rows_per_cta % 32, 0) << rows;
+    EXPECT_LE(c.rows_per_cta, kCholMaxRowsPerCta) << rows;
+    EXPECT_GE(static_cast<long>(c.cluster) * c.rows_per_cta, rows) << rows;
+    EXPECT_LE(geqr2_chol_smem(c.rows_per_cta), dev.smem_per_block_optin) << rows;
+  }
+  EXPECT_EQ(cfg(4096, 32).cluster, 8);
+  EXPECT_EQ(cfg(4096, 32).rows_per_cta, 512);
+  EXPECT_EQ(cfg(8192, 32).cluster, 16);
+  EXPECT_EQ(cfg(1024, 32).cluster, 0);  // one CTA's register panel holds it
+  EXPECT_EQ(cfg(8193, 32).cluster, 0);  // past 16 x 512 rows
+  EXPECT_EQ(cfg(4096, 16).cluster, 0);  // only full 32-column panels
+  PanelHints off, rows256;
+  off.chol = 0;
+  rows256.chol_rows = 256;
+  EXPECT_EQ(cfg(4096, 32, off).cluster, 0);
+  EXPECT_EQ(cfg(4096, 32, rows256).cluster, 16);
+  EXPECT_EQ(cfg(4096, 32, rows256).rows_per_cta, 256);
+  EXPECT_EQ(cfg(6000, 32, rows256).cluster, 0);  // 24 CTAs: more than a cluster holds
+  DeviceInfo old = dev;
+  old.cluster_launch = false;
+  EXPECT_EQ(geqr2_chol_config(old, 4096).cluster, 0);
+}
+
 TEST(CudaPolicy, TallPanelsInTheRegistersOfACluster) {
   const DeviceInfo dev = h200();
   for (int rows : {1025, 1100, 2048, 2049, 3000, 4096, 4097, 6000, 8192}) {
