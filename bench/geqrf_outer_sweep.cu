@@ -5,7 +5,7 @@
 //
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
 //                     [--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1]
-//                     [--chol 0|1] [--chol-rows R]
+//                     [--chol 0|1|2] [--chol-rows R]
 //                     [--layout row|col] [m n batch]...
 //                     (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
@@ -20,7 +20,8 @@
 // geqr2_kernel (0); c > 1: every panel of >= 32 c rows on a cluster of c CTAs; --wcol:
 // panels of at most 1024 rows on geqr2_wcol (1) or not (0); --chol: panels of more than
 // 1024 rows (32 columns) on the Cholesky QR panel where the policy takes it (1) or never
-// (0); --chol-rows: at most R rows per CTA of that panel; --layout:
+// (0), or also panels of 193-1024 rows (2); --chol-rows: at most R rows per CTA of that
+// panel; --layout:
 // of the matrices (default column-major).
 // Each width is timed with the look-ahead (side stream) and without it ("-").
 #include <cuda_runtime.h>
@@ -91,7 +92,7 @@ int main(int argc, char** argv) {
       panel.reg_cluster = std::max(0, std::atoi(argv[i + 1]));
       i += 2;
     } else if (arg == "--chol" && i + 1 < argc) {
-      panel.chol = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
+      panel.chol = std::clamp(std::atoi(argv[i + 1]), 0, 2);
       i += 2;
     } else if (arg == "--chol-rows" && i + 1 < argc) {
       panel.chol_rows = std::max(0, std::atoi(argv[i + 1]));
@@ -108,7 +109,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
-                   "[--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--chol 0|1] [--chol-rows R] "
+                   "[--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--chol 0|1|2] [--chol-rows R] "
                    "[--layout row|col] "
                    "[m n batch]...\n");
       return 2;

@@ -218,6 +218,21 @@ TEST_F(UpdateKernels, CholPanel) {
       expect_accurate(make_geqrf_desc(2048, 2048, 1, layout), one, -1, Distribution::dense, 1.0);
     }
   }
+  // Panels of 193-1024 rows too (hint 2: two CTAs, geqr2_wcol as the fallback).
+  PlanHints short_one, short_two;
+  short_one.outer_nb = 32;
+  short_two.outer_nb = 64;
+  short_one.panel.chol = short_two.panel.chol = 2;
+  {
+    const cuda::PanelPlan pp = cuda::panel_plan(dev_, 700, 32, 32, true, 3, short_one.panel);
+    ASSERT_EQ(cuda::chol_panel_config(dev_, 700, 32, pp, short_one.panel).cluster, 2);
+  }
+  for (Layout layout : {Layout::row_major, Layout::col_major}) {
+    expect_accurate(make_geqrf_desc(700, 100, 3, layout), short_one, -1, Distribution::dense, 1.0);
+    expect_accurate(make_geqrf_desc(1024, 1024, 2, layout), short_two, -1, Distribution::mixed, 2.0);
+    expect_accurate(padded(300, 200, 5, layout), short_one, -1, Distribution::rankdef, 0.0);
+    expect_accurate(make_geqrf_desc(520, 520, 17, layout), short_two, -1, Distribution::mixed, 2.0);
+  }
   PlanHints hints;
   hints.outer_nb = 32;
   for (Layout layout : {Layout::row_major, Layout::col_major}) {

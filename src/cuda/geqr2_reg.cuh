@@ -65,7 +65,8 @@ struct Geqr2RegArgs {
   int ncols;                // columns held and updated (>= nrefl)
   int nrefl;                // reflectors to form
   int cluster = 1;          // CTAs per matrix (kernel variant kCluster): CTA q holds rows q*W*R ..
-  const int* only_flagged = nullptr;  // kCluster: non-null, factor only the matrices b with only_flagged[b] != 0
+  const int* only_flagged = nullptr;  // non-null: factor only the matrices b with only_flagged[b] != 0
+                                      // (geqr2_reg's cluster variant and geqr2_wcol)
 };
 
 // Dot partials are stored column by column, one slot per warp of the launch bounds: a

@@ -8,12 +8,20 @@ namespace {
 // The compiled rows per lane (a multiple of 4: float4 rows), ascending.
 constexpr int kWcolRowsPerLane[] = {4, 8, 12, 16, 20, 24, 28, 32};
 
+template <int RPL, bool kOnlyFlagged>
+void launch_kernel(Layout layout, const Geqr2RegArgs& args, dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream) {
+  if (layout == Layout::row_major)
+    geqr2_wcol_kernel<Layout::row_major, RPL, kOnlyFlagged><<<grid, block, smem, stream>>>(args);
+  else
+    geqr2_wcol_kernel<Layout::col_major, RPL, kOnlyFlagged><<<grid, block, smem, stream>>>(args);
+}
+
 template <int RPL>
 Status launch(Layout layout, const Geqr2RegArgs& args, std::int64_t batch, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(batch)), block(32 * kWcolWarps);
   const std::size_t smem = geqr2_wcol_smem_bytes(RPL);
-  if (layout == Layout::row_major) geqr2_wcol_kernel<Layout::row_major, RPL><<<grid, block, smem, stream>>>(args);
-  else geqr2_wcol_kernel<Layout::col_major, RPL><<<grid, block, smem, stream>>>(args);
+  if (args.only_flagged != nullptr) launch_kernel<RPL, true>(layout, args, grid, block, smem, stream);
+  else launch_kernel<RPL, false>(layout, args, grid, block, smem, stream);
   BATCHQR_CUDA_TRY(cudaGetLastError());
   return Status::success;
 }
@@ -22,10 +30,9 @@ template <int RPL>
 Status raise_limit(const DeviceInfo& dev) {
   if (geqr2_wcol_smem_bytes(RPL) > dev.smem_per_block_optin) return Status::not_supported;
   const int bytes = static_cast<int>(geqr2_wcol_smem_bytes(RPL));
-  BATCHQR_CUDA_TRY(cudaFuncSetAttribute(geqr2_wcol_kernel<Layout::row_major, RPL>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  BATCHQR_CUDA_TRY(cudaFuncSetAttribute(geqr2_wcol_kernel<Layout::col_major, RPL>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  for (auto kernel : {geqr2_wcol_kernel<Layout::row_major, RPL, false>, geqr2_wcol_kernel<Layout::col_major, RPL, false>,
+                      geqr2_wcol_kernel<Layout::row_major, RPL, true>, geqr2_wcol_kernel<Layout::col_major, RPL, true>})
+    BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   return Status::success;
 }
 

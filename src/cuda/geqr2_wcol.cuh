@@ -92,7 +92,10 @@ __device__ __noinline__ float2 wcol_reflector_fp64(float* v, int nr, int r0, int
 // which more resident matrices overlap.
 __host__ __device__ constexpr int wcol_min_ctas(int rpl) { return rpl <= 4 ? 4 : rpl <= 8 ? 3 : rpl <= 16 ? 2 : 1; }
 
-template <Layout L, int RPL>
+// kOnlyFlagged: after the Cholesky QR panel, factor only the matrices it flagged
+// (Geqr2RegArgs::only_flagged); a separate instantiation, so that the plain kernel's code
+// stays as it was (the check compiled into it had made it spill).
+template <Layout L, int RPL, bool kOnlyFlagged = false>
 __global__ void __launch_bounds__(32 * kWcolWarps, wcol_min_ctas(RPL))
     geqr2_wcol_kernel(const Geqr2RegArgs p) {
   constexpr int NW = kWcolWarps, CPW = kWcolColsPerWarp;
@@ -106,6 +109,9 @@ __global__ void __launch_bounds__(32 * kWcolWarps, wcol_min_ctas(RPL))
   float* sG = sTau + kMaxPanelWidth;                // [32][kGramLd]
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const std::int64_t mat = blockIdx.x;
+  if constexpr (kOnlyFlagged) {
+    if (p.only_flagged[mat] == 0) return;
+  }
   const int rows = p.rows, ncols = p.ncols, nrefl = p.nrefl;
   const bool want_t = p.t_out != nullptr || p.vt_out != nullptr;
   auto sidx = [](int c, int r) { return c * SC + (r / RPL) * SL + r % RPL; };

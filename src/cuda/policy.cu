@@ -152,9 +152,14 @@ PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool
 }
 
 CholConfig chol_panel_config(const DeviceInfo& dev, int rows, int ncols, const PanelPlan& pp, const PanelHints& hints) {
-  if (hints.chol == 0 || ncols != kCholWidth || rows <= 32 * 32) return {};
-  if (pp.wcol_rows_per_lane > 0 || pp.reg.rows_per_warp == 0 || pp.reg.cluster < 2) return {};
-  return geqr2_chol_config(dev, rows, hints.chol_rows > 0 ? hints.chol_rows : kCholMaxRowsPerCta);
+  if (hints.chol == 0 || ncols != kCholWidth) return {};
+  // Taller than one CTA's register panel, whose cluster variant is the fallback; or (hint 2)
+  // a geqr2_wcol panel, on two CTAs, with geqr2_wcol as the fallback.
+  const bool tall = rows > 32 * 32 && pp.wcol_rows_per_lane == 0 && pp.reg.rows_per_warp > 0 && pp.reg.cluster >= 2;
+  const bool shorter = hints.chol == 2 && pp.wcol_rows_per_lane > 0;
+  if (!tall && !shorter) return {};
+  const int cap = hints.chol_rows > 0 ? hints.chol_rows : (tall ? kCholMaxRowsPerCta : ((rows + 1) / 2 + 31) / 32 * 32);
+  return geqr2_chol_config(dev, rows, cap);
 }
 
 bool wcol_panel(const DeviceInfo&, int rows, int ncols, std::int64_t) {

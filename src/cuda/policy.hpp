@@ -50,7 +50,8 @@ struct PanelHints {
   int reg_cluster = -1;   // 0 / 1: panels of more than 1024 rows never / always on reg_cluster_config;
                           // c > 1: every panel of >= 32 c rows on a cluster of c CTAs
   int wcol = -1;          // 0 / 1: panels of at most 1024 rows never / always on geqr2_wcol; -1: the policy's
-  int chol = -1;          // 0: never the Cholesky QR panel (geqr2_chol.hpp); -1 / 1: where the policy takes it
+  int chol = -1;          // 0: never the Cholesky QR panel (geqr2_chol.hpp); -1 / 1: where the policy takes it;
+                          // 2: also panels of 193-1024 rows (geqr2_wcol's), on 2 CTAs (tuning clients)
   int chol_rows = 0;      // > 0: at most this many rows per CTA of the Cholesky QR panel
 };
 
