@@ -258,6 +258,16 @@ TEST(CudaPolicy, TallPanelsOf32ColumnsByCholeskyQr) {
   EXPECT_EQ(cfg(4096, 32, rows256).cluster, 16);
   EXPECT_EQ(cfg(4096, 32, rows256).rows_per_cta, 256);
   EXPECT_EQ(cfg(6000, 32, rows256).cluster, 0);  // 24 CTAs: more than a cluster holds
+  // Hint 2 (tuning clients): geqr2_wcol's panels too, on two CTAs.
+  PanelHints shorter;
+  shorter.chol = 2;
+  EXPECT_EQ(cfg(700, 32, shorter).cluster, 2);
+  EXPECT_EQ(cfg(700, 32, shorter).rows_per_cta, 352);
+  EXPECT_EQ(cfg(1024, 32, shorter).cluster, 2);
+  EXPECT_EQ(cfg(193, 32, shorter).cluster, 2);
+  EXPECT_EQ(cfg(150, 32, shorter).cluster, 0);  // the register panel's: no flagged variant
+  EXPECT_EQ(cfg(700, 32).cluster, 0);           // not without the hint
+  EXPECT_EQ(cfg(4096, 32, shorter).cluster, 8);
   DeviceInfo old = dev;
   old.cluster_launch = false;
   EXPECT_EQ(geqr2_chol_config(old, 4096).cluster, 0);
