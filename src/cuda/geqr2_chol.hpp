@@ -37,7 +37,8 @@ struct CholConfig {
   int rows_per_cta = 0;
 };
 // The fewest CTAs of at most rows_per_cta_max rows each (a multiple of 32, at most
-// kCholMaxRowsPerCta); none past kCholMaxCluster CTAs or without cluster launch.
+// kCholMaxRowsPerCta); none where one such CTA would hold the panel, past kCholMaxCluster
+// CTAs, or without cluster launch.
 CholConfig geqr2_chol_config(const DeviceInfo& dev, int rows, int rows_per_cta_max = kCholMaxRowsPerCta);
 
 std::size_t geqr2_chol_smem(int rows_per_cta);
