@@ -68,7 +68,6 @@ inline double __shfl_sync(unsigned, double v, int src) {
   t_cta->warp_bar[t_warp]->arrive_and_wait();
   return r;
 }
-inline double __shfl_xor_sync(unsigned mask, double v, int o) { return __shfl_sync(mask, v, t_lane ^ o); }
 inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 inline float __frcp_rn(float x) { return 1.0f / x; }
 using std::fma;

@@ -31,6 +31,7 @@
 #include "cuda/geqr2_reg.cuh"
 #include "cuda/matrix_view.cuh"
 #include "cuda/small_fp64.cuh"
+#include "cuda/warp_reduce.cuh"
 
 namespace batchqr::cuda {
 namespace {
@@ -75,6 +76,7 @@ struct CholSmem {
 };
 
 constexpr int kSmallMatrices = 8;
+constexpr int kTailDoubles = 32 + 64 + 32 + 2;  // sign, bc, rsq, norms (then the int ok)
 static_assert(4 * kTiles * 64 <= 3 * kSmallDoubles, "red fits in li, m and t");
 
 __device__ __forceinline__ CholSmem carve(unsigned char* raw, int rc) {
@@ -243,7 +245,7 @@ __global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholK
     __syncwarp();  // every lane has read G before row 0 of R replaces it
     double fr;
     const bool ok = small::cholesky_r(c, lane, s.r, s.rsq, fr, 1);
-    fr = small::warp_sum(fr);
+    fr = warp_allreduce_sum(fr);
     // S R normal in FP32 (||R||_F bounds every entry), its diagonal not tiny.
     const bool rep = sqrt(fr) <= static_cast<double>(FLT_MAX) && s.r[lane * kSmallLd + lane] >= 0x1p-100;
     const bool all = __all_sync(0xffffffffu, ok && rep);
@@ -254,7 +256,7 @@ __global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholK
   } else if (warp == 1) {
     double fi;
     small::cholesky_rit(lane, s.r, s.rsq, s.rit, fi, 1);
-    fi = small::warp_sum(fi);
+    fi = warp_allreduce_sum(fi);
     if (lane == 0) s.norms[1] = fi;
   }
   __syncthreads();
@@ -377,7 +379,7 @@ Status raise_limits() {
 }  // namespace
 
 std::size_t geqr2_chol_smem(int rows_per_cta) {
-  return sizeof(double) * (static_cast<std::size_t>(rows_per_cta) * kLdA + kSmallMatrices * kSmallDoubles + 32 + 64 + 32 + 2) +
+  return sizeof(double) * (static_cast<std::size_t>(rows_per_cta) * kLdA + kSmallMatrices * kSmallDoubles + kTailDoubles) +
          sizeof(int);
 }
 

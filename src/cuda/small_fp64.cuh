@@ -9,7 +9,7 @@
 #define BATCHQR_SMALL_FN __device__ __forceinline__
 #else
 // Host builds (tests/test_small_fp64.cpp) run these routines on threads that emulate a
-// warp, and supply __shfl_sync, __shfl_xor_sync, named_barrier, rsqrt and __frcp_rn.
+// warp, and supply __shfl_sync, named_barrier, rsqrt and __frcp_rn.
 #define BATCHQR_SMALL_FN inline
 #endif
 
@@ -23,12 +23,6 @@ using Col = double[kN];
 BATCHQR_SMALL_FN void load_col(const double* X, int lane, Col& x) {
 #pragma unroll
   for (int i = 0; i < kN; ++i) x[i] = X[i * kSmallLd + lane];
-}
-
-BATCHQR_SMALL_FN double warp_sum(double v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
 }
 
 // 1 / x for x of magnitude in [2^-100, 2^100] (no denormals, no overflow): the FP32
