@@ -147,10 +147,10 @@ TEST(SmallFp64, CholeskyAndItsInverse) {
         sm::Col c;
         sm::load_col(R, lane, c);
         sm::named_barrier(3, 32);  // all lanes have read G
-        const bool o = sm::cholesky_r(c, lane, R, rsq.data(), fr[lane], 1);
+        const bool o = sm::cholesky_r(c, lane, R, rsq.data(), fr[lane], 1, 64);
         if (lane == 0) ok = o;
       } else {
-        sm::cholesky_rit(lane, R, rsq.data(), RIT, fi[lane], 1);
+        sm::cholesky_rit(lane, R, rsq.data(), RIT, fi[lane], 1, 64);
       }
     });
     ASSERT_TRUE(ok) << "seed " << seed;
@@ -195,10 +195,10 @@ TEST(SmallFp64, CholeskyRejectsASingularGram) {
       sm::Col c;
       sm::load_col(R, lane, c);
       sm::named_barrier(3, 32);
-      const bool o = sm::cholesky_r(c, lane, R, rsq.data(), f, 1);
+      const bool o = sm::cholesky_r(c, lane, R, rsq.data(), f, 1, 64);
       if (lane == 0) ok = o;
     } else {
-      sm::cholesky_rit(lane, R, rsq.data(), s.mat(1), f, 1);
+      sm::cholesky_rit(lane, R, rsq.data(), s.mat(1), f, 1, 64);
     }
   });
   EXPECT_FALSE(ok) << "seed " << seed;
@@ -234,11 +234,11 @@ TEST(SmallFp64, ReconstructionLu) {
       sm::Col c;
       sm::load_col(LU, lane, c);
       sm::named_barrier(3, 32);
-      sm::lu_signs(c, lane, LU, sign.data(), bc.data(), 2);
+      sm::lu_signs(c, lane, LU, sign.data(), bc.data(), 2, 96);
     } else if (warp == 1) {
-      sm::lu_li(lane, bc.data(), LI, 2);
+      sm::lu_li(lane, bc.data(), LI, 2, 96);
     } else {
-      sm::lu_ui(lane, LU, UIT, 2);
+      sm::lu_ui(lane, LU, UIT, 2, 96);
     }
   });
   double e_lu = 0.0, e_li = 0.0, e_ui = 0.0;

@@ -237,14 +237,20 @@ __global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholK
   __syncthreads();
 
   // --- 2. R, the reconstruction, the checks ---------------------------------------------
-  // The factorizations on warps 0-2 (small_fp64.cuh; their warps meet at named barriers 1
-  // and 2), the products on every warp.
+  // The factorizations on warps 0-2 (small_fp64.cuh), the products on every warp. A
+  // factorization's warps meet once per step at a whole-CTA barrier, which the idle warps
+  // meet too: with barriers of part of the CTA (bar.sync 2, 96) compute-sanitizer's
+  // racecheck reported hazards between the accesses they order (docs/perf-notes.md v13).
+  auto idle_steps = [] {
+#pragma unroll 1
+    for (int k = 0; k < small::kN; ++k) small::named_barrier(0, kCholThreads);
+  };
   if (warp == 0) {
     Col c;
     small::load_col(s.r, lane, c);
     __syncwarp();  // every lane has read G before row 0 of R replaces it
     double fr;
-    const bool ok = small::cholesky_r(c, lane, s.r, s.rsq, fr, 1);
+    const bool ok = small::cholesky_r(c, lane, s.r, s.rsq, fr, 0, kCholThreads);
     fr = warp_allreduce_sum(fr);
     // S R normal in FP32 (||R||_F bounds every entry), its diagonal not tiny.
     const bool rep = sqrt(fr) <= static_cast<double>(FLT_MAX) && s.r[lane * kSmallLd + lane] >= 0x1p-100;
@@ -255,9 +261,11 @@ __global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholK
     }
   } else if (warp == 1) {
     double fi;
-    small::cholesky_rit(lane, s.r, s.rsq, s.rit, fi, 1);
+    small::cholesky_rit(lane, s.r, s.rsq, s.rit, fi, 0, kCholThreads);
     fi = warp_allreduce_sum(fi);
     if (lane == 0) s.norms[1] = fi;
+  } else {
+    idle_steps();
   }
   __syncthreads();
   // kappa_F(R) = ||R||_F ||R^-1||_F (false for NaN).
@@ -272,11 +280,13 @@ __global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholK
     Col c;
     small::load_col(s.q, lane, c);
     __syncwarp();  // every lane has read Q_top before row 0 of the LU replaces it
-    small::lu_signs(c, lane, s.q, s.sign, s.bc, 2);
+    small::lu_signs(c, lane, s.q, s.sign, s.bc, 0, kCholThreads);
   } else if (warp == 1) {
-    small::lu_li(lane, s.bc, s.li, 2);
+    small::lu_li(lane, s.bc, s.li, 0, kCholThreads);
   } else if (warp == 2) {
-    small::lu_ui(lane, s.q, s.uit, 2);  // the upper part of the packed LU is U
+    small::lu_ui(lane, s.q, s.uit, 0, kCholThreads);  // the upper part of the packed LU is U
+  } else {
+    idle_steps();
   }
   __syncthreads();
   // M = R^-1 U^-1 and T = -(U S) L^-T.

@@ -35,7 +35,8 @@ BATCHQR_SMALL_FN double recip(double x) {
 }
 
 #ifdef __CUDACC__
-// Warps `count / 32` of the CTA, from warp 0, meet at barrier `id` (not 0, __syncthreads').
+// `count` threads of the CTA meet at barrier `id`. Every thread that meets barrier 0 this
+// way must give the same count (`bar.sync 0` without one faulted beside `bar.sync 0, 256`).
 BATCHQR_SMALL_FN void named_barrier(int id, int count) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
@@ -56,9 +57,9 @@ BATCHQR_SMALL_FN void named_barrier(int id, int count) {
 // at step k, and rsq[k] = 1 / sqrt(G_k(k, k)) for cholesky_rit; fr: this lane's sum of
 // squares of column `lane` of R. Step k scales row k by rsq[k] and subtracts R(k, i) times it
 // from each row i > k, R(k, i) read back from R's row k. False (the same on every lane)
-// unless every pivot is positive and finite. `bar`: the barrier shared with cholesky_rit
-// (64 threads).
-BATCHQR_SMALL_FN bool cholesky_r(Col& c, int lane, double* R, double* rsq, double& fr, int bar) {
+// unless every pivot is positive and finite. (bar, count): the barrier shared with
+// cholesky_rit, met once per step (by every thread it counts).
+BATCHQR_SMALL_FN bool cholesky_r(Col& c, int lane, double* R, double* rsq, double& fr, int bar, int count) {
   bool ok = true;
   fr = 0.0;
 #pragma unroll 1
@@ -70,7 +71,7 @@ BATCHQR_SMALL_FN bool cholesky_r(Col& c, int lane, double* R, double* rsq, doubl
     R[k * kSmallLd + lane] = rk;
     if (lane == 0) rsq[k] = r;
     fr = fma(rk, rk, fr);
-    named_barrier(bar, 64);
+    named_barrier(bar, count);
     const double* row = R + k * kSmallLd + k;  // row[i] = R(k, k + i)
 #pragma unroll
     for (int i = 1; i < kN; ++i) c[i - 1] = fma(i < kN - k ? -row[i] : 0.0, rk, c[i]);
@@ -82,14 +83,14 @@ BATCHQR_SMALL_FN bool cholesky_r(Col& c, int lane, double* R, double* rsq, doubl
 // R^-T alongside cholesky_r (warp 1): the same row operations on the identity. Out: R^-T
 // (= R^-1 transposed), row-major, and fi: this lane's sum of squares of column `lane` of it.
 BATCHQR_SMALL_FN void cholesky_rit(int lane, const double* R, const double* rsq, double* RIT, double& fi,
-                                             int bar) {
+                                             int bar, int count) {
   Col rit;
 #pragma unroll
   for (int i = 0; i < kN; ++i) rit[i] = i == lane ? 1.0 : 0.0;
   fi = 0.0;
 #pragma unroll 1
   for (int k = 0; k < kN; ++k) {
-    named_barrier(bar, 64);
+    named_barrier(bar, count);
     const double ik = rit[0] * rsq[k];  // R^-T(k, lane)
     RIT[k * kSmallLd + lane] = ik;
     fi = fma(ik, ik, fi);
@@ -106,9 +107,9 @@ BATCHQR_SMALL_FN void cholesky_rit(int lane, const double* R, const double* rsq,
 // into LU, row-major (kSmallLd) in shared memory; sign[k] = s_k. Row k of the packed LU is
 // final at step k (U(k, j) for j >= k, and the L(k, j) of earlier steps), so every lane
 // stores one entry per step; column k of L, in lane k, reaches the others through bc (2 x
-// 32 doubles, alternating by step). `bar`: the barrier shared with lu_li and lu_ui (96
-// threads).
-BATCHQR_SMALL_FN void lu_signs(Col& c, int lane, double* LU, double* sign, double* bc, int bar) {
+// 32 doubles, alternating by step). (bar, count): the barrier shared with lu_li and lu_ui,
+// met once per step.
+BATCHQR_SMALL_FN void lu_signs(Col& c, int lane, double* LU, double* sign, double* bc, int bar, int count) {
 #pragma unroll 1
   for (int k = 0; k < kN; ++k) {
     const double d = __shfl_sync(0xffffffffu, c[0], k);
@@ -122,7 +123,7 @@ BATCHQR_SMALL_FN void lu_signs(Col& c, int lane, double* LU, double* sign, doubl
     if (lane == k)
 #pragma unroll
       for (int i = 1; i < kN; ++i) b[i] = c[i] * ru;  // L(k + i, k)
-    named_barrier(bar, 96);
+    named_barrier(bar, count);
 #pragma unroll
     for (int i = 1; i < kN; ++i) {
       const double lik = b[i];
@@ -133,13 +134,13 @@ BATCHQR_SMALL_FN void lu_signs(Col& c, int lane, double* LU, double* sign, doubl
 }
 
 // L^-1 alongside lu_signs (warp 1): its row operations on the identity, L^-1 row-major.
-BATCHQR_SMALL_FN void lu_li(int lane, const double* bc, double* LI, int bar) {
+BATCHQR_SMALL_FN void lu_li(int lane, const double* bc, double* LI, int bar, int count) {
   Col li;
 #pragma unroll
   for (int i = 0; i < kN; ++i) li[i] = i == lane ? 1.0 : 0.0;
 #pragma unroll 1
   for (int k = 0; k < kN; ++k) {
-    named_barrier(bar, 96);
+    named_barrier(bar, count);
     const double* b = bc + (k & 1) * kN;
     const double l0 = li[0];  // row k of L^-1, final
     LI[k * kSmallLd + lane] = l0;
@@ -152,13 +153,13 @@ BATCHQR_SMALL_FN void lu_li(int lane, const double* bc, double* LI, int bar) {
 // U^-1 alongside lu_signs (warp 2), one step behind it: lane `lane` solves for row `lane`
 // of U^-1 (x U = e_lane) by columns, column j needing only rows 0..j of U. Out: UIT = U^-T
 // row-major (UIT[j][i] = U^-1(i, j)).
-BATCHQR_SMALL_FN void lu_ui(int lane, const double* LU, double* UIT, int bar) {
+BATCHQR_SMALL_FN void lu_ui(int lane, const double* LU, double* UIT, int bar, int count) {
   Col acc;  // acc[m]: column j + m's running sum
 #pragma unroll
   for (int i = 0; i < kN; ++i) acc[i] = i == lane ? 1.0 : 0.0;
 #pragma unroll 1
   for (int j = 0; j < kN; ++j) {
-    named_barrier(bar, 96);
+    named_barrier(bar, count);
     const double* row = LU + j * kSmallLd + j;  // row[m] = U(j, j + m)
     const double x = acc[0] * recip(row[0]);  // U^-1(lane, j)
     UIT[j * kSmallLd + lane] = x;
