@@ -1,6 +1,6 @@
 // The warp-level FP64 factorizations of the Cholesky QR panel (src/cuda/small_fp64.cuh),
 // run on the host: one thread per lane, shuffles and named barriers emulated, so that the
-// routines' index arithmetic (rotating registers, reads past a matrix's end, the warps
+// routines' index arithmetic (rotating registers, slots past a matrix's end, the warps
 // that carry the inverses one step behind) is checked on any machine, with fresh data.
 #include <gtest/gtest.h>
 
@@ -108,8 +108,8 @@ void run_cta(int warps, const std::function<void(int, int)>& body) {
   for (auto& t : threads) t.join();
 }
 
-// Shared memory as the kernel lays it out: each matrix followed by another (reads past
-// the end stay inside), poisoned with NaN.
+// Shared memory as the kernel lays it out, poisoned with NaN, as are the step vectors:
+// their entries past a matrix feed only slots past it, which must never reach a result.
 struct Smem {
   std::vector<double> v = std::vector<double>(8 * N * Ld + 256, std::nan(""));
   double* mat(int i) { return v.data() + i * N * Ld; }
@@ -140,17 +140,17 @@ TEST(SmallFp64, CholeskyAndItsInverse) {
         G[i * N + j] = x;
         if (i <= j) R[i * Ld + j] = x;
       }
-    std::vector<double> rsq(N), fr(32), fi(32);
+    std::vector<double> rsq(N), fr(32), fi(32), rowv(2 * N, std::nan(""));
     bool ok = false;
     run_cta(2, [&](int warp, int lane) {
       if (warp == 0) {
         sm::Col c;
         sm::load_col(R, lane, c);
         sm::named_barrier(3, 32);  // all lanes have read G
-        const bool o = sm::cholesky_r(c, lane, R, rsq.data(), fr[lane], 1, 64);
+        const bool o = sm::cholesky_r(c, lane, R, rsq.data(), rowv.data(), fr[lane], 1, 64);
         if (lane == 0) ok = o;
       } else {
-        sm::cholesky_rit(lane, R, rsq.data(), RIT, fi[lane], 1, 64);
+        sm::cholesky_rit(lane, rowv.data(), rsq.data(), RIT, fi[lane], 1, 64);
       }
     });
     ASSERT_TRUE(ok) << "seed " << seed;
@@ -187,7 +187,7 @@ TEST(SmallFp64, CholeskyRejectsASingularGram) {
       for (int r = 0; r < 100; ++r) x += a[r * N + i] * a[r * N + j];
       R[i * Ld + j] = x;
     }
-  std::vector<double> rsq(N);
+  std::vector<double> rsq(N), rowv(2 * N, std::nan(""));
   bool ok = true;
   run_cta(2, [&](int warp, int lane) {
     double f = 0.0;
@@ -195,10 +195,10 @@ TEST(SmallFp64, CholeskyRejectsASingularGram) {
       sm::Col c;
       sm::load_col(R, lane, c);
       sm::named_barrier(3, 32);
-      const bool o = sm::cholesky_r(c, lane, R, rsq.data(), f, 1, 64);
+      const bool o = sm::cholesky_r(c, lane, R, rsq.data(), rowv.data(), f, 1, 64);
       if (lane == 0) ok = o;
     } else {
-      sm::cholesky_rit(lane, R, rsq.data(), s.mat(1), f, 1, 64);
+      sm::cholesky_rit(lane, rowv.data(), rsq.data(), s.mat(1), f, 1, 64);
     }
   });
   EXPECT_FALSE(ok) << "seed " << seed;
@@ -228,17 +228,17 @@ TEST(SmallFp64, ReconstructionLu) {
   double* UIT = s.mat(2);
   for (int i = 0; i < N; ++i)
     for (int j = 0; j < N; ++j) LU[i * Ld + j] = a[i * N + j];
-  std::vector<double> sign(N), bc(2 * N, std::nan(""));
+  std::vector<double> sign(N), rdiag(N), colv(2 * N, std::nan("")), rowv(2 * N, std::nan(""));
   run_cta(3, [&](int warp, int lane) {
     if (warp == 0) {
       sm::Col c;
       sm::load_col(LU, lane, c);
       sm::named_barrier(3, 32);
-      sm::lu_signs(c, lane, LU, sign.data(), bc.data(), 2, 96);
+      sm::lu_signs(c, lane, LU, sign.data(), rdiag.data(), colv.data(), rowv.data(), 2, 96);
     } else if (warp == 1) {
-      sm::lu_li(lane, bc.data(), LI, 2, 96);
+      sm::lu_li(lane, colv.data(), rdiag.data(), LU, LI, 2, 96);
     } else {
-      sm::lu_ui(lane, LU, UIT, 2, 96);
+      sm::lu_ui(lane, rowv.data(), rdiag.data(), UIT, 2, 96);
     }
   });
   double e_lu = 0.0, e_li = 0.0, e_ui = 0.0;

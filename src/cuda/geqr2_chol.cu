@@ -68,15 +68,17 @@ struct CholSmem {
   double* t;     // T = -U S L^-T
   double* uit;   // U^-T (in top's place, once Q_top is formed)
   double* red;   // [4][kTiles][2][32]: the warps' tree sum of G (in li, m and t's place)
+  double* vec;   // [2][32]: a step's shared vector: R's row (Cholesky), then the LU's column (small_fp64.cuh)
+  double* urow;  // [2][32]: a step's row of U (small_fp64.cuh)
   double* sign;  // [32]: S
-  double* bc;    // [2][32]: a factorization step's shared vector (small_fp64.cuh)
   double* rsq;   // [32]: cholesky_r's 1 / sqrt(pivot) per step
+  double* rdiag; // [32]: 1 / U(k, k)
   double* norms; // [2]: ||R||_F^2, ||R^-1||_F^2
   int* ok;
 };
 
 constexpr int kSmallMatrices = 8;
-constexpr int kTailDoubles = 32 + 64 + 32 + 2;  // sign, bc, rsq, norms (then the int ok)
+constexpr int kTailDoubles = 64 + 64 + 32 + 32 + 32 + 2;  // vec, urow, sign, rsq, rdiag, norms (then the int ok)
 static_assert(4 * kTiles * 64 <= 3 * kSmallDoubles, "red fits in li, m and t");
 
 __device__ __forceinline__ CholSmem carve(unsigned char* raw, int rc) {
@@ -89,10 +91,12 @@ __device__ __forceinline__ CholSmem carve(unsigned char* raw, int rc) {
   }
   s.uit = s.top;
   s.red = s.li;
-  s.sign = x;
-  s.bc = s.sign + 32;
-  s.rsq = s.bc + 64;
-  s.norms = s.rsq + 32;
+  s.vec = x;  // 16-byte aligned: the small matrices are 8 KB each, the rows kLdA = 36 doubles
+  s.urow = s.vec + 64;
+  s.sign = s.urow + 64;
+  s.rsq = s.sign + 32;
+  s.rdiag = s.rsq + 32;
+  s.norms = s.rdiag + 32;
   s.ok = reinterpret_cast<int*>(s.norms + 2);
   return s;
 }
@@ -180,6 +184,9 @@ __global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholK
       rc_of(tid + it * kCholThreads, 32, r, c);
       s.top[r * kSmallLd + c] = static_cast<double>(w[it]);
     }
+    // The step vectors' entries past a matrix are read but never written: zeros, not
+    // whatever shared memory held.
+    if (tid < 128) s.vec[tid] = 0.0;  // vec and urow
   }
   __syncthreads();
 
@@ -250,7 +257,7 @@ __global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholK
     small::load_col(s.r, lane, c);
     __syncwarp();  // every lane has read G before row 0 of R replaces it
     double fr;
-    const bool ok = small::cholesky_r(c, lane, s.r, s.rsq, fr, 0, kCholThreads);
+    const bool ok = small::cholesky_r(c, lane, s.r, s.rsq, s.vec, fr, 0, kCholThreads);
     fr = warp_allreduce_sum(fr);
     // S R normal in FP32 (||R||_F bounds every entry), its diagonal not tiny.
     const bool rep = sqrt(fr) <= static_cast<double>(FLT_MAX) && s.r[lane * kSmallLd + lane] >= 0x1p-100;
@@ -261,7 +268,7 @@ __global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholK
     }
   } else if (warp == 1) {
     double fi;
-    small::cholesky_rit(lane, s.r, s.rsq, s.rit, fi, 0, kCholThreads);
+    small::cholesky_rit(lane, s.vec, s.rsq, s.rit, fi, 0, kCholThreads);
     fi = warp_allreduce_sum(fi);
     if (lane == 0) s.norms[1] = fi;
   } else {
@@ -280,11 +287,11 @@ __global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholK
     Col c;
     small::load_col(s.q, lane, c);
     __syncwarp();  // every lane has read Q_top before row 0 of the LU replaces it
-    small::lu_signs(c, lane, s.q, s.sign, s.bc, 0, kCholThreads);
+    small::lu_signs(c, lane, s.q, s.sign, s.rdiag, s.vec, s.urow, 0, kCholThreads);
   } else if (warp == 1) {
-    small::lu_li(lane, s.bc, s.li, 0, kCholThreads);
+    small::lu_li(lane, s.vec, s.rdiag, s.q, s.li, 0, kCholThreads);
   } else if (warp == 2) {
-    small::lu_ui(lane, s.q, s.uit, 0, kCholThreads);  // the upper part of the packed LU is U
+    small::lu_ui(lane, s.urow, s.rdiag, s.uit, 0, kCholThreads);
   } else {
     idle_steps();
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cfloat>
+#include <type_traits>
 
 #ifdef __CUDACC__
 #define BATCHQR_SMALL_FN __device__ __forceinline__
@@ -42,131 +43,196 @@ BATCHQR_SMALL_FN void named_barrier(int id, int count) {
 }
 #endif
 
-// The factorizations below run their 32 steps as a rolled loop over registers that
+// Two consecutive doubles (16-byte aligned on the device: one shared-memory access).
+BATCHQR_SMALL_FN void load2(const double* p, double& a, double& b) {
+#ifdef __CUDACC__
+  const double2 v = *reinterpret_cast<const double2*>(p);
+  a = v.x;
+  b = v.y;
+#else
+  a = p[0];
+  b = p[1];
+#endif
+}
+BATCHQR_SMALL_FN void store2(double* p, double a, double b) {
+#ifdef __CUDACC__
+  *reinterpret_cast<double2*>(p) = make_double2(a, b);
+#else
+  p[0] = a;
+  p[1] = b;
+#endif
+}
+
+// The factorizations below run their 32 steps as rolled loops over registers that
 // rotate: at step k a lane's array holds rows k, k + 1, ... of its column, the pivot row in
 // slot 0, and each update writes slot i - 1 from slot i. Unrolled over k (static register
 // indices without rotation) their code came to ~45k instructions, executed once per
-// launch: the warp then waited on instruction fetch (docs/perf-notes.md v13). Slots past
-// the matrix are never read for a valid slot; the reads that would serve them are
-// predicated off (they would touch rows another warp is writing). Each factorization is split over
-// warps that meet once per step at a named barrier: the factor on warp 0, each inverse
-// carried alongside on a warp of its own.
+// launch: the warp then waited on instruction fetch (docs/perf-notes.md v13). The steps
+// run in four phases of eight; phase p updates only the S = 32 - 8p slots that can still
+// hold rows of the matrix. Slots past the matrix's last row take whatever the vectors
+// they are updated with hold there (stale entries, never NaN-checked) and are never read
+// into a row of the matrix: row 32 and beyond never reach slot 0. Each factorization is
+// split over warps that meet once per step at a barrier: the factor on warp 0, each
+// inverse carried alongside on a warp of its own. A step's vectors go through
+// double-buffered shared memory (by the parity of k), so that one barrier per step orders
+// them.
+
+// step(k, std::integral_constant<int, S>) for k = 0 .. 31, each phase a rolled loop.
+template <int S, class Step>
+BATCHQR_SMALL_FN void phase(int k0, Step& step) {
+#pragma unroll 1
+  for (int k = k0; k < k0 + 8; ++k) step(k, std::integral_constant<int, S>{});
+}
+template <class Step>
+BATCHQR_SMALL_FN void steps(Step&& step) {
+  phase<32>(0, step);
+  phase<24>(8, step);
+  phase<16>(16, step);
+  phase<8>(24, step);
+}
+
+// x[i - 1] = x[i] - v[i] f for i = 1 .. S - 1, x[S - 1] = 0; v read in pairs (16-byte
+// aligned). first() runs as soon as the new x[0] (the next step's pivot row) is formed, so
+// that the next pivot's latency overlaps the rest of the update.
+template <int S, class First>
+BATCHQR_SMALL_FN void rotate_update(Col& x, const double* v, double f, First first) {
+  double a, b;
+  load2(v, a, b);
+  x[0] = fma(-b, f, x[1]);
+  first();
+#pragma unroll
+  for (int j = 1; j < S / 2; ++j) {
+    load2(v + 2 * j, a, b);
+    x[2 * j - 1] = fma(-a, f, x[2 * j]);
+    x[2 * j] = fma(-b, f, x[2 * j + 1]);
+  }
+  x[S - 1] = 0.0;
+}
+struct NoFirst {
+  BATCHQR_SMALL_FN void operator()() const {}
+};
 
 // Cholesky G = R^T R, warp 0's part. In: c = column `lane` of G (rows <= lane are read).
 // Out: R (zeros below the diagonal), row-major (kSmallLd) in shared memory, row k written
-// at step k, and rsq[k] = 1 / sqrt(G_k(k, k)) for cholesky_rit; fr: this lane's sum of
-// squares of column `lane` of R. Step k scales row k by rsq[k] and subtracts R(k, i) times it
-// from each row i > k, R(k, i) read back from R's row k. False (the same on every lane)
-// unless every pivot is positive and finite. (bar, count): the barrier shared with
-// cholesky_rit, met once per step (by every thread it counts).
-BATCHQR_SMALL_FN bool cholesky_r(Col& c, int lane, double* R, double* rsq, double& fr, int bar, int count) {
+// at step k; rsq[k] = 1 / sqrt(G_k(k, k)) and rowv (2 x 32 doubles, 16-byte aligned) = row k
+// of R from its diagonal on, for cholesky_rit; fr: this lane's sum of squares of column
+// `lane` of R. Step k scales row k by rsq[k] and subtracts R(k, i) times it from each row
+// i > k. False (the same on every lane) unless every pivot is positive and finite.
+// (bar, count): the barrier shared with cholesky_rit, met once per step.
+BATCHQR_SMALL_FN bool cholesky_r(Col& c, int lane, double* R, double* rsq, double* rowv, double& fr, int bar,
+                                 int count) {
   bool ok = true;
   fr = 0.0;
-#pragma unroll 1
-  for (int k = 0; k < kN; ++k) {
-    const double gkk = __shfl_sync(0xffffffffu, c[0], k);
-    ok = ok && gkk > 0.0 && gkk <= DBL_MAX;
-    const double r = rsqrt(gkk);
+  double g = __shfl_sync(0xffffffffu, c[0], 0);
+  double r = rsqrt(g);
+  steps([&](int k, auto sc) {
+    constexpr int S = decltype(sc)::value;
+    ok = ok && g > 0.0 && g <= DBL_MAX;
     const double rk = lane >= k ? c[0] * r : 0.0;  // R(k, lane)
     R[k * kSmallLd + lane] = rk;
+    double* row = rowv + (k & 1) * kN;  // row[i] = R(k, k + i)
+    if (lane >= k) row[lane - k] = rk;
     if (lane == 0) rsq[k] = r;
     fr = fma(rk, rk, fr);
     named_barrier(bar, count);
-    const double* row = R + k * kSmallLd + k;  // row[i] = R(k, k + i)
-#pragma unroll
-    for (int i = 1; i < kN; ++i) c[i - 1] = fma(i < kN - k ? -row[i] : 0.0, rk, c[i]);
-    c[kN - 1] = 0.0;
-  }
+    rotate_update<S>(c, row, rk, [&] {
+      g = __shfl_sync(0xffffffffu, c[0], (k + 1) & 31);
+      r = rsqrt(g);
+    });
+  });
   return ok;
 }
 
 // R^-T alongside cholesky_r (warp 1): the same row operations on the identity. Out: R^-T
 // (= R^-1 transposed), row-major, and fi: this lane's sum of squares of column `lane` of it.
-BATCHQR_SMALL_FN void cholesky_rit(int lane, const double* R, const double* rsq, double* RIT, double& fi,
-                                             int bar, int count) {
+BATCHQR_SMALL_FN void cholesky_rit(int lane, const double* rowv, const double* rsq, double* RIT, double& fi, int bar,
+                                   int count) {
   Col rit;
 #pragma unroll
   for (int i = 0; i < kN; ++i) rit[i] = i == lane ? 1.0 : 0.0;
   fi = 0.0;
-#pragma unroll 1
-  for (int k = 0; k < kN; ++k) {
+  steps([&](int k, auto sc) {
+    constexpr int S = decltype(sc)::value;
     named_barrier(bar, count);
     const double ik = rit[0] * rsq[k];  // R^-T(k, lane)
     RIT[k * kSmallLd + lane] = ik;
     fi = fma(ik, ik, fi);
-    const double* row = R + k * kSmallLd + k;
-#pragma unroll
-    for (int i = 1; i < kN; ++i) rit[i - 1] = fma(i < kN - k ? -row[i] : 0.0, ik, rit[i]);
-    rit[kN - 1] = 0.0;
-  }
+    rotate_update<S>(rit, rowv + (k & 1) * kN, ik, NoFirst{});
+  });
 }
 
 // LU without pivoting of Q - S, S = diag(s) chosen on the way as s_k = -sign(pivot) so
 // that |U(k, k)| >= 1 (LAPACK's orhr_col, Householder reconstruction); warp 0's part. In:
-// c = column `lane` of Q. Out: L (unit, below the diagonal) and U (on and above) packed
-// into LU, row-major (kSmallLd) in shared memory; sign[k] = s_k. Row k of the packed LU is
-// final at step k (U(k, j) for j >= k, and the L(k, j) of earlier steps), so every lane
-// stores one entry per step; column k of L, in lane k, reaches the others through bc (2 x
-// 32 doubles, alternating by step). (bar, count): the barrier shared with lu_li and lu_ui,
-// met once per step.
-BATCHQR_SMALL_FN void lu_signs(Col& c, int lane, double* LU, double* sign, double* bc, int bar, int count) {
-#pragma unroll 1
-  for (int k = 0; k < kN; ++k) {
-    const double d = __shfl_sync(0xffffffffu, c[0], k);
-    const double s = d >= 0.0 ? -1.0 : 1.0;
-    const double u = d - s;
-    const double ru = recip(u);  // |u| >= 1, and <= 2 while Q is orthonormal
-    if (lane == 0) sign[k] = s;
-    const double ukj = lane == k ? u : c[0];  // U(k, lane) for lane >= k, L(k, lane) below
-    LU[k * kSmallLd + lane] = ukj;
-    double* b = bc + (k & 1) * kN;
+// c = column `lane` of Q. Out: U (on and above the diagonal) into LU, row-major (kSmallLd)
+// in shared memory, row k at step k (lu_li writes L below it); sign[k] = s_k, rdiag[k] =
+// 1 / U(k, k). Per step, through shared memory (2 x 32 doubles each, 16-byte aligned):
+// colv = column k of the active matrix, rows k .. (lane k's registers, unscaled: L(k + i,
+// k) = colv[i] rdiag[k]), for the update and lu_li; rowv = row k of U from its diagonal on,
+// for lu_ui. (bar, count): the barrier shared with lu_li and lu_ui, met once per step.
+BATCHQR_SMALL_FN void lu_signs(Col& c, int lane, double* LU, double* sign, double* rdiag, double* colv, double* rowv,
+                               int bar, int count) {
+  double s, u, ru;
+  auto pivot = [&](double d) {
+    s = d >= 0.0 ? -1.0 : 1.0;
+    u = d - s;
+    ru = recip(u);  // |u| >= 1, and <= 2 while Q is orthonormal
+  };
+  pivot(__shfl_sync(0xffffffffu, c[0], 0));
+  steps([&](int k, auto sc) {
+    constexpr int S = decltype(sc)::value;
+    if (lane == 0) {
+      sign[k] = s;
+      rdiag[k] = ru;
+    }
+    if (lane >= k) {
+      const double ukj = lane == k ? u : c[0];  // U(k, lane)
+      LU[k * kSmallLd + lane] = ukj;
+      rowv[(k & 1) * kN + lane - k] = ukj;
+    }
+    double* col = colv + (k & 1) * kN;
     if (lane == k)
 #pragma unroll
-      for (int i = 1; i < kN; ++i) b[i] = c[i] * ru;  // L(k + i, k)
+      for (int j = 0; j < S / 2; ++j) store2(col + 2 * j, c[2 * j], c[2 * j + 1]);
     named_barrier(bar, count);
-#pragma unroll
-    for (int i = 1; i < kN; ++i) {
-      const double lik = b[i];
-      c[i - 1] = lane > k ? fma(-lik, ukj, c[i]) : (lane == k ? lik : c[i]);
-    }
-    c[kN - 1] = 0.0;
-  }
+    // Row k + i -= L(k + i, k) U(k, lane) for lanes past k; the other lanes' slots are no
+    // longer read (their columns of L are lu_li's).
+    rotate_update<S>(c, col, c[0] * ru, [&] { pivot(__shfl_sync(0xffffffffu, c[0], (k + 1) & 31)); });
+  });
 }
 
-// L^-1 alongside lu_signs (warp 1): its row operations on the identity, L^-1 row-major.
-BATCHQR_SMALL_FN void lu_li(int lane, const double* bc, double* LI, int bar, int count) {
+// L^-1 alongside lu_signs (warp 1): its row operations on the identity, L^-1 row-major;
+// also column k of L into LU below the diagonal.
+BATCHQR_SMALL_FN void lu_li(int lane, const double* colv, const double* rdiag, double* LU, double* LI, int bar,
+                            int count) {
   Col li;
 #pragma unroll
   for (int i = 0; i < kN; ++i) li[i] = i == lane ? 1.0 : 0.0;
-#pragma unroll 1
-  for (int k = 0; k < kN; ++k) {
+  steps([&](int k, auto sc) {
+    constexpr int S = decltype(sc)::value;
     named_barrier(bar, count);
-    const double* b = bc + (k & 1) * kN;
+    const double* col = colv + (k & 1) * kN;
+    const double ru = rdiag[k];
+    if (lane >= 1 && lane < kN - k) LU[(k + lane) * kSmallLd + k] = col[lane] * ru;  // L(k + lane, k)
     const double l0 = li[0];  // row k of L^-1, final
     LI[k * kSmallLd + lane] = l0;
-#pragma unroll
-    for (int i = 1; i < kN; ++i) li[i - 1] = fma(-b[i], l0, li[i]);
-    li[kN - 1] = 0.0;
-  }
+    rotate_update<S>(li, col, l0 * ru, NoFirst{});
+  });
 }
 
 // U^-1 alongside lu_signs (warp 2), one step behind it: lane `lane` solves for row `lane`
 // of U^-1 (x U = e_lane) by columns, column j needing only rows 0..j of U. Out: UIT = U^-T
 // row-major (UIT[j][i] = U^-1(i, j)).
-BATCHQR_SMALL_FN void lu_ui(int lane, const double* LU, double* UIT, int bar, int count) {
+BATCHQR_SMALL_FN void lu_ui(int lane, const double* rowv, const double* rdiag, double* UIT, int bar, int count) {
   Col acc;  // acc[m]: column j + m's running sum
 #pragma unroll
   for (int i = 0; i < kN; ++i) acc[i] = i == lane ? 1.0 : 0.0;
-#pragma unroll 1
-  for (int j = 0; j < kN; ++j) {
+  steps([&](int j, auto sc) {
+    constexpr int S = decltype(sc)::value;
     named_barrier(bar, count);
-    const double* row = LU + j * kSmallLd + j;  // row[m] = U(j, j + m)
-    const double x = acc[0] * recip(row[0]);  // U^-1(lane, j)
+    const double x = acc[0] * rdiag[j];  // U^-1(lane, j)
     UIT[j * kSmallLd + lane] = x;
-#pragma unroll
-    for (int m = 1; m < kN; ++m) acc[m - 1] = fma(m < kN - j ? -row[m] : 0.0, x, acc[m]);
-    acc[kN - 1] = 0.0;
-  }
+    rotate_update<S>(acc, rowv + (j & 1) * kN, x, NoFirst{});
+  });
 }
 
 }  // namespace batchqr::cuda::small
