@@ -18,10 +18,10 @@
 // panels take R rows per warp wherever a compiled shape of that R holds them;
 // --reg-cluster: panels of more than 1024 rows in the registers of a cluster (1) or in
 // geqr2_kernel (0); c > 1: every panel of >= 32 c rows on a cluster of c CTAs; --wcol:
-// panels of at most 1024 rows on geqr2_wcol (1) or not (0); --chol: panels of more than
-// 1024 rows (32 columns) on the Cholesky QR panel where the policy takes it (1) or never
-// (0), or also panels of 193-1024 rows (2); --chol-rows: at most R rows per CTA of that
-// panel; --layout:
+// panels of at most 1024 rows on geqr2_wcol (1) or not (0); --chol: the Cholesky QR panel
+// never (0), on panels of more than 1024 rows only (1), or also on geqr2_wcol's panels of
+// 193-1024 rows at any batch (2) (default: the policy's); --chol-rows: at most R rows per
+// CTA of that panel; --layout:
 // of the matrices (default column-major).
 // Each width is timed with the look-ahead (side stream) and without it ("-").
 #include <cuda_runtime.h>

@@ -204,7 +204,7 @@ TEST_F(UpdateKernels, CholPanel) {
     one.panel.chol_rows = two.panel.chol_rows = cap;
     auto taken = [&](int m, std::int64_t batch, const PlanHints& hints) {
       const cuda::PanelPlan pp = cuda::panel_plan(dev_, m, 32, 32, true, batch, hints.panel);
-      return cuda::chol_panel_config(dev_, m, 32, pp, hints.panel).cluster > 0;
+      return cuda::chol_panel_config(dev_, m, 32, batch, pp, hints.panel).cluster > 0;
     };
     for (Layout layout : {Layout::row_major, Layout::col_major}) {
       ASSERT_TRUE(taken(1025, 3, one));
@@ -218,14 +218,15 @@ TEST_F(UpdateKernels, CholPanel) {
       expect_accurate(make_geqrf_desc(2048, 2048, 1, layout), one, -1, Distribution::dense, 1.0);
     }
   }
-  // Panels of 193-1024 rows too (hint 2: two CTAs, geqr2_wcol as the fallback).
+  // Panels of 193-1024 rows too (CTAs of at most 256 rows, geqr2_wcol as the fallback): the
+  // policy's at few matrices, with hint 2 at any batch.
   PlanHints short_one, short_two;
   short_one.outer_nb = 32;
   short_two.outer_nb = 64;
   short_one.panel.chol = short_two.panel.chol = 2;
   {
     const cuda::PanelPlan pp = cuda::panel_plan(dev_, 700, 32, 32, true, 3, short_one.panel);
-    ASSERT_EQ(cuda::chol_panel_config(dev_, 700, 32, pp, short_one.panel).cluster, 2);
+    ASSERT_EQ(cuda::chol_panel_config(dev_, 700, 32, 3, pp, short_one.panel).cluster, 3);
   }
   for (Layout layout : {Layout::row_major, Layout::col_major}) {
     expect_accurate(make_geqrf_desc(700, 100, 3, layout), short_one, -1, Distribution::dense, 1.0);

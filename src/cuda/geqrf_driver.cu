@@ -174,7 +174,7 @@ Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args
   if (pp.wcol_rows_per_lane > 0 || pp.reg.rows_per_warp > 0) {  // the two register-resident panels
     Geqr2RegArgs g = reg_args(d, a, tau, j0, rows, jb, jb);
     if (with_t) set_outputs(g, out);
-    const CholConfig cc = flags != nullptr ? chol_panel_config(dev, rows, jb, pp, plan.panel) : CholConfig{};
+    const CholConfig cc = flags != nullptr ? chol_panel_config(dev, rows, jb, nbat, pp, plan.panel) : CholConfig{};
     if (cc.cluster > 0) {
       // The Cholesky QR panel, then the Householder panel on the matrices it flagged.
       const Status st = launch_geqr2_chol(d.layout, g, cc, flags, nbat, stream);

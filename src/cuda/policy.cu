@@ -151,14 +151,23 @@ PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool
   return p;
 }
 
-CholConfig chol_panel_config(const DeviceInfo& dev, int rows, int ncols, const PanelPlan& pp, const PanelHints& hints) {
+CholConfig chol_panel_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch, const PanelPlan& pp,
+                             const PanelHints& hints) {
   if (hints.chol == 0 || ncols != kCholWidth) return {};
-  // Taller than one CTA's register panel, whose cluster variant is the fallback; or (hint 2)
-  // a geqr2_wcol panel, on two CTAs, with geqr2_wcol as the fallback.
+  // Taller than one CTA's register panel, whose cluster variant is the fallback; or a
+  // geqr2_wcol panel, geqr2_wcol the fallback. Measured (docs/perf-notes.md v14, whole
+  // factorizations, geqr2_wcol's panels by Cholesky QR on CTAs of <= 256 rows against
+  // none): 1024 x 1, 2, 4, 8 -23, -23, -21, -18%; 768 x 1, 4, 8 -16, -16, -3%; 512 x 1, 2, 4
+  // -10, -10, -3%; 384 x 1 -7%, x 4 +-2%; 256 x 1, 4 -5%; 4096 x 2 -4%. With 16 matrices
+  // mixed (1024 -5%, 768 and 512 -1%, 384 +3 to +7%), 1024 x 30 -1 to +2%, x 60 +1 to +7%:
+  // the panels' CTAs then take SMs from the trailing update that runs beside them. CTAs of
+  // 512 rows instead of 256 lost at 1024 rows (1024 x 4 1.78 against 1.67 ms).
   const bool tall = rows > 32 * 32 && pp.wcol_rows_per_lane == 0 && pp.reg.rows_per_warp > 0 && pp.reg.cluster >= 2;
-  const bool shorter = hints.chol == 2 && pp.wcol_rows_per_lane > 0;
+  const bool shorter =
+      pp.wcol_rows_per_lane > 0 && (hints.chol == 2 || (hints.chol == -1 && batch <= kCholShortMaxBatch));
   if (!tall && !shorter) return {};
-  const int cap = hints.chol_rows > 0 ? hints.chol_rows : (tall ? kCholMaxRowsPerCta : ((rows + 1) / 2 + 31) / 32 * 32);
+  const int cap = hints.chol_rows > 0 ? hints.chol_rows
+                                      : (tall ? kCholMaxRowsPerCta : std::min(256, ((rows + 1) / 2 + 31) / 32 * 32));
   return geqr2_chol_config(dev, rows, cap);
 }
 

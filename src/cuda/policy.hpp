@@ -50,8 +50,8 @@ struct PanelHints {
   int reg_cluster = -1;   // 0 / 1: panels of more than 1024 rows never / always on reg_cluster_config;
                           // c > 1: every panel of >= 32 c rows on a cluster of c CTAs
   int wcol = -1;          // 0 / 1: panels of at most 1024 rows never / always on geqr2_wcol; -1: the policy's
-  int chol = -1;          // 0: never the Cholesky QR panel (geqr2_chol.hpp); -1 / 1: where the policy takes it;
-                          // 2: also panels of 193-1024 rows (geqr2_wcol's), on 2 CTAs (tuning clients)
+  int chol = -1;          // the Cholesky QR panel (geqr2_chol.hpp): -1 where the policy takes it; 0 never;
+                          // 1 panels of more than 1024 rows only; 2 also geqr2_wcol's panels at any batch
   int chol_rows = 0;      // > 0: at most this many rows per CTA of the Cholesky QR panel
 };
 
@@ -136,11 +136,15 @@ inline constexpr std::size_t kMaxWorkspace = std::size_t{1} << 30;
 inline constexpr int kLarfbCtasPerSm = 8;
 inline constexpr int kMinSplitRows = 256;
 
-// The Cholesky QR panel's configuration for a rows x ncols panel (cluster 0: not taken):
-// panels of exactly 32 columns taller than one CTA's register panel (1024 rows), on at
-// most kCholMaxRowsPerCta rows per CTA, where the Householder panel it falls back to is a
-// cluster's register panel (`pp`).
-CholConfig chol_panel_config(const DeviceInfo& dev, int rows, int ncols, const PanelPlan& pp, const PanelHints& hints);
+// The Cholesky QR panel's configuration for a rows x ncols panel of each of `batch`
+// matrices (cluster 0: not taken), for panels of exactly 32 columns:
+// - taller than one CTA's register panel (1024 rows), on at most kCholMaxRowsPerCta rows
+//   per CTA, where the Householder panel it falls back to is a cluster's register panel;
+// - geqr2_wcol's panels (193-1024 rows) of at most kCholShortMaxBatch matrices, on CTAs of
+//   at most 256 rows (at least two), geqr2_wcol being the fallback.
+inline constexpr std::int64_t kCholShortMaxBatch = 8;
+CholConfig chol_panel_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch, const PanelPlan& pp,
+                             const PanelHints& hints);
 
 // Shared-memory layout of one panel (rows x ncols) split over `cluster` CTAs.
 PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool with_t,
