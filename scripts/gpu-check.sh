@@ -70,11 +70,12 @@ if [ $run_san = 1 ]; then
   # (1x50, 50x1), register panels with up to 16 and 32 warps (300x640, 100x777, 777x100),
   # geqr2_wcol panels (300x640, 777x100; its FP64 reflector in ExtremeScales 600x40, 300x300),
   # cluster panels (2048x64, 3000x4), the global-memory panel (20000x40), wide (4x3000),
-  # two-level blocking with its Gram products and larft_merge (TwoLevelBlocking), one-level
+  # two-level blocking with its Gram products and larft_merge (TwoLevelBlocking,
+  # TwoLevelPartialBlocks), one-level
   # updates by larfb_fused and by cuBLAS (EveryKernelPath).
   # The CLI is not used here: it factors up to 50 inputs per case, too slow under the tool.
   timeout 250 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/tests/batchqr_gpu_tests" \
-    --gtest_filter='*TallAndWide*:*ZeroMatrix*:*NaNStays*:*PaddedStrides*:*ExtremeScales*:*EveryKernelPath/fp32:*TwoLevelBlocking/fp32' >>"$L" 2>&1
+    --gtest_filter='*TallAndWide*:*ZeroMatrix*:*NaNStays*:*PaddedStrides*:*ExtremeScales*:*EveryKernelPath/fp32:*TwoLevelBlocking/fp32:*TwoLevelPartialBlocks' >>"$L" 2>&1
   note "memcheck (GPU tests: every kernel path): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   # larfb_stripe split over a cluster (2500 rows: 5 CTAs per stripe) and 16-CTA clusters
   # (its next-panel updates at 8000 rows).

@@ -173,6 +173,12 @@ TEST(CudaPolicy, LargeMatricesUseTwoLevelBlocking) {
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1536, 1536, 30)).outer_nb, 64);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 1024, 60)).outer_nb, 64);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(4096, 4096, 2)).outer_nb, 32);  // few matrices: panels dominate
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(3000, 3000, 4)).outer_nb, 32);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(2048, 2048, 8)).outer_nb, 64);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(1536, 1536, 8)).outer_nb, 32);  // batch x k^2 below kTwoLevelMinWork
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 1024, 16)).outer_nb, 32);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(768, 768, 40)).outer_nb, 32);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 1024, 30)).outer_nb, 64);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(100, 100, 40)).outer_nb, 32);
   PlanHints hints;
   hints.outer_nb = 96;

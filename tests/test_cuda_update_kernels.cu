@@ -196,6 +196,21 @@ TEST_F(UpdateKernels, PanelKernels) {
 // the Householder panel. Then batches in which some matrices must fall back (a zero column,
 // two equal columns, a scale whose R is tiny in FP32) beside matrices that must not, and one
 // scaled by 1e30 that stays on it.
+// Two-level blocking forced (64-column outer blocks) on 16 matrices: a last outer block
+// that is partial and still has a trailing matrix (560 = 8 x 64 + 48, merged from 32 + 16;
+// 540 = 8 x 64 + 28), or has none (580: + 4, 650: + 10, 520: + 8), wide and tall, and at
+// k < 512 (300).
+TEST_F(UpdateKernels, TwoLevelPartialBlocks) {
+  PlanHints two;
+  two.outer_nb = 64;
+  for (Layout layout : {Layout::row_major, Layout::col_major})
+    for (auto [m, n] : {std::pair{560, 600}, {540, 1000}, {700, 580}, {650, 650}, {600, 520}, {300, 640}}) {
+      const GeqrfDesc d = make_geqrf_desc(m, n, 16, layout);
+      ASSERT_EQ(cuda::make_plan(dev_, d, two).outer_nb, 64);
+      expect_accurate(d, two, -1, Distribution::mixed, 2.0);
+    }
+}
+
 TEST_F(UpdateKernels, CholPanel) {
   for (int cap : {0, 256}) {
     PlanHints one, two;

@@ -193,17 +193,19 @@ LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int 
   return sp;
 }
 
-int outer_width(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
-  // Measured (docs/perf-notes.md v5, v10; bench/geqrf_outer_sweep --outer 32|64, device
-  // time). With every update on larfb_stripe (v10): outer blocks of 64 columns win from
-  // k = 768 on (1024 x 60 4.74 against 5.50 ms, 768 x 100 3.58 against 3.96, 1536 x 30
-  // 8.75 against 10.75) and at k = 512 once the batch fills the SMs (512 x 640 6.00 against
-  // 6.44; 512 x 132 1.73 both); with fewer matrices one level wins (512 x 40 0.96 against
-  // 1.15, 352 x 40 0.57 against 0.70: the updates inside each outer block sit on the
-  // critical path). Under 16 matrices the panels dominate and the two are level (2048 x 8:
-  // one level 10.45, 64 10.32). 96 and 128 were slower than 64 everywhere (v5).
-  const int k = std::min(m, n);
-  if (batch >= 16 && (k >= 768 || (k >= 512 && batch >= dev.sm_count))) return 64;
+int outer_width(const DeviceInfo&, int m, int n, std::int64_t batch) {
+  // Measured (docs/perf-notes.md v5, v10, v14; bench/geqrf_outer_sweep --outer 32|64, device
+  // time, H200). Outer blocks of 64 columns make the trailing updates K = 64 (faster per
+  // FLOP) but put two panels, an inner update and a T merge in series per block: they win
+  // once each step's trailing matrix, batch x k^2, is large, and lose to one level below
+  // (ms, one level / 64): 1024 x 16 2.36 / 2.75, x 24 2.99 / 3.16, x 30 3.43 / 3.33, x 60
+  // 5.57 / 4.46; 768 x 16 1.53 / 1.81, x 30 1.86 / 2.05, x 40 2.15 / 2.15, x 100 (v10) 3.96 /
+  // 3.58; 1536 x 8 3.68 / 4.07, x 16 6.12 / 5.65, x 30 9.47 / 7.55; 2048 x 8 7.40 / 7.00;
+  // 512 x 132 1.73 / 1.73 (v10), x 640 6.44 / 6.00, x 40 0.96 / 1.15. With fewer than 8
+  // matrices the panels lead whatever the size (4096 x 2 13.66 / 14.16, 3000 x 4 10.65 /
+  // 10.60). 96 and 128 lost to 64 everywhere (v5, v14). Below k = 512 one level (v10).
+  const double k = static_cast<double>(std::min(m, n));
+  if (k >= 512 && batch >= 8 && static_cast<double>(batch) * k * k >= kTwoLevelMinWork) return 64;
   return kMaxPanelWidth;
 }
 

@@ -151,6 +151,9 @@ PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool
                      std::int64_t batch, const PanelHints& hints = {});
 LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int tiles);
 GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& desc, const PlanHints& hints = {});
+// Outer blocks of 64 columns from this many elements of trailing matrix per column step
+// (batch x k^2) on (outer_width, policy.cu).
+inline constexpr double kTwoLevelMinWork = 3e7;
 // The policy's outer block width for the gemm trailing update (see GeqrfPlan::outer_nb).
 int outer_width(const DeviceInfo& dev, int m, int n, std::int64_t batch);
 // An update wider than an outer block (the trailing matrix's) and taller than one CTA's
