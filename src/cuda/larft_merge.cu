@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/mma_tf32.cuh"
 
 namespace batchqr::cuda {
 namespace {
@@ -49,6 +50,107 @@ __global__ void __launch_bounds__(kThreads) larft_merge_kernel(const LarftMergeA
   for (int idx = threadIdx.x; idx < nb * nb; idx += kThreads) T[idx] = sT[(idx / nb) * ldt + idx % nb];
 }
 
+// Two inner panels. Warp w forms the Gram part of its 8-row chunks w, w + 8, ... of rows
+// 32.. (m16n8k8: m = S's rows, the columns of V1; n = its columns, of V2; k = rows of V);
+// lane (g, t) loads rows t and t + 4 of a chunk at columns g + 8q, q = 0..7 (q < 4: V1,
+// the A operand; q >= 4: V2, B), 32 bytes per row per quarter warp. The warps' parts are
+// summed in a fixed tree (bitwise reproducible), then the merge as above with c = w = 32.
+constexpr int kPairRows = 8 * (kThreads / 32);  // rows per pass of the 8 warps
+__global__ void __launch_bounds__(kThreads) larft_merge_pair_kernel(const LarftMergePairArgs p) {
+  constexpr int kNb = 2 * kBlock, kLdt = kNb + 1;
+  __shared__ float sRed[4][32 * 32];  // the tree sum's slots: value e of lane l at [e * 32 + l]
+  __shared__ float sT[kNb * kLdt];
+  __shared__ float sS[kBlock * (kBlock + 1)];
+  __shared__ float sX[kBlock * (kBlock + 1)];
+  __shared__ float sY[kBlock * (kBlock + 1)];  // T12, apart from T11: the compiler reads T11's rows in pairs
+  const std::int64_t mat = blockIdx.x;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  float* T = p.t + mat * p.t_stride;
+  const float* V = p.vt + mat * p.vt_stride;
+
+  for (int idx = threadIdx.x; idx < kNb * kNb; idx += kThreads) {
+    const int i = idx / kNb, j = idx % kNb;
+    sT[i * kLdt + j] = i / kBlock == j / kBlock ? T[idx] : 0.0f;
+  }
+
+  float acc[2][4][4] = {};  // [mt][nt]: S(16 mt + g (+8), 8 nt + 2 t (+1))
+  for (int r0 = kBlock + 8 * warp; r0 < p.rows; r0 += kPairRows) {
+    float x[2][8];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = r0 + t + 4 * h;
+      const float* row = V + static_cast<std::int64_t>(r) * kNb + g;
+#pragma unroll
+      for (int q = 0; q < 8; ++q) x[h][q] = r < p.rows ? __ldg(row + 8 * q) : 0.0f;
+    }
+    std::uint32_t bb[4][2], bs[4][2];
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) {
+      split_tf32(x[0][4 + nt], bb[nt][0], bs[nt][0]);
+      split_tf32(x[1][4 + nt], bb[nt][1], bs[nt][1]);
+    }
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+      std::uint32_t ab[4], as[4];
+      split_tf32(x[0][2 * mt], ab[0], as[0]);
+      split_tf32(x[0][2 * mt + 1], ab[1], as[1]);
+      split_tf32(x[1][2 * mt], ab[2], as[2]);
+      split_tf32(x[1][2 * mt + 1], ab[3], as[3]);
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) mma_3xtf32(acc[mt][nt], ab, as, bb[nt], bs[nt]);
+    }
+  }
+  auto park = [&](int slot) {
+#pragma unroll
+    for (int e = 0; e < 32; ++e) sRed[slot][e * 32 + lane] = acc[e >> 4][(e >> 2) & 3][e & 3];
+  };
+  auto gather = [&](int slot) {
+#pragma unroll
+    for (int e = 0; e < 32; ++e) acc[e >> 4][(e >> 2) & 3][e & 3] += sRed[slot][e * 32 + lane];
+  };
+  // Warps 4-7 onto 0-3, 2-3 onto 0-1, 1 onto 0.
+  if (warp >= 4) park(warp - 4);
+  __syncthreads();
+  if (warp < 4) gather(warp);
+  __syncthreads();
+  if (warp == 2 || warp == 3) park(warp - 2);
+  __syncthreads();
+  if (warp < 2) gather(warp);
+  __syncthreads();
+  if (warp == 1) park(0);
+  __syncthreads();
+  if (warp == 0) {
+    gather(0);
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          sS[(16 * mt + g + 8 * (e >> 1)) * (kBlock + 1) + 8 * nt + 2 * t + (e & 1)] = acc[mt][nt][e];
+  }
+  __syncthreads();
+  // X = S T22 (T22 upper triangular), then T12 = -T11 X (T11 upper triangular).
+  for (int idx = threadIdx.x; idx < kBlock * kBlock; idx += kThreads) {
+    const int i = idx / kBlock, j = idx % kBlock;
+    float x = 0.0f;
+    for (int l = 0; l <= j; ++l) x = fmaf(sS[i * (kBlock + 1) + l], sT[(kBlock + l) * kLdt + kBlock + j], x);
+    sX[i * (kBlock + 1) + j] = x;
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < kBlock * kBlock; idx += kThreads) {
+    const int i = idx / kBlock, j = idx % kBlock;
+    float x = 0.0f;
+    for (int l = i; l < kBlock; ++l) x = fmaf(sT[i * kLdt + l], sX[l * (kBlock + 1) + j], x);
+    sY[i * (kBlock + 1) + j] = -x;
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < kNb * kNb; idx += kThreads) {
+    const int i = idx / kNb, j = idx % kNb;
+    T[idx] = i < kBlock && j >= kBlock ? sY[i * (kBlock + 1) + j - kBlock] : sT[i * kLdt + j];
+  }
+}
+
 std::size_t smem_bytes(int nb) {
   return sizeof(float) * (static_cast<std::size_t>(nb) * (nb + 1) + static_cast<std::size_t>(larft_merge_gram_rows(nb)) * kBlock);
 }
@@ -65,6 +167,14 @@ Status launch_larft_merge(const LarftMergeArgs& args, std::int64_t batch, cudaSt
   if (args.nb <= kBlock || args.nb > kMaxOuterWidth || batch > INT_MAX) return Status::not_supported;
   if (batch == 0) return Status::success;
   larft_merge_kernel<<<static_cast<unsigned>(batch), kThreads, smem_bytes(args.nb), stream>>>(args);
+  BATCHQR_CUDA_TRY(cudaGetLastError());
+  return Status::success;
+}
+
+Status launch_larft_merge_pair(const LarftMergePairArgs& args, std::int64_t batch, cudaStream_t stream) {
+  if (args.rows < 2 * kBlock || batch > INT_MAX) return Status::not_supported;
+  if (batch == 0) return Status::success;
+  larft_merge_pair_kernel<<<static_cast<unsigned>(batch), kThreads, 0, stream>>>(args);
   BATCHQR_CUDA_TRY(cudaGetLastError());
   return Status::success;
 }

@@ -31,4 +31,15 @@ struct LarftMergeArgs {
 Status larft_merge_initialize();
 Status launch_larft_merge(const LarftMergeArgs& args, std::int64_t batch, cudaStream_t stream);
 
+// The merge of exactly two inner panels (nb = 64), in one launch: S = V(32:, 0:32)^T
+// V(32:, 32:64) on the tensor cores in 3xTF32, then T12 = -T11 S T22; no Gram workspace.
+struct LarftMergePairArgs {
+  float* t;                 // as LarftMergeArgs::t, nb = 64
+  std::int64_t t_stride;
+  const float* vt;          // V of each matrix, rows x 64 row-major (ld 64), vt_stride apart
+  std::int64_t vt_stride;
+  int rows;                 // rows of V (>= 64)
+};
+Status launch_larft_merge_pair(const LarftMergePairArgs& args, std::int64_t batch, cudaStream_t stream);
+
 }  // namespace batchqr::cuda
