@@ -246,8 +246,8 @@ __global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholK
   // --- 2. R, the reconstruction, the checks ---------------------------------------------
   // The factorizations on warps 0-2 (small_fp64.cuh), the products on every warp. A
   // factorization's warps meet once per step at a whole-CTA barrier, which the idle warps
-  // meet too: with barriers of part of the CTA (bar.sync 2, 96) compute-sanitizer's
-  // racecheck reported hazards between the accesses they order (docs/perf-notes.md v13).
+  // meet too (racecheck is clean with it, not with barriers of part of the CTA;
+  // docs/perf-notes.md v14).
   auto idle_steps = [] {
 #pragma unroll 1
     for (int k = 0; k < small::kN; ++k) small::named_barrier(0, kCholThreads);

@@ -1,7 +1,8 @@
-// Internal: the Cholesky QR panel (geqr2_chol.cu) for tall panels of 32 columns. One
-// thread-block cluster per matrix factors the panel with few cluster-wide reductions
-// instead of one per column: CholeskyQR in FP64, then LAPACK's Householder reconstruction
-// (orhr_col), so that the output is geqr2's (V and R in place, tau) with larft's T and V^T.
+// Internal: the Cholesky QR panel (geqr2_chol.cu) for panels of 32 columns: tall ones, and
+// those of few matrices (chol_panel_config, policy.hpp). One thread-block cluster per
+// matrix factors the panel with one cluster-wide reduction instead of one per column:
+// CholeskyQR in FP64, then LAPACK's Householder reconstruction (orhr_col), so that the
+// output is geqr2's (V and R in place, tau) with larft's T and V^T.
 //
 // Each matrix checks itself before anything is written (Cholesky pivots positive, a bound
 // on the panel's condition number, every result finite); a matrix that fails is left
