@@ -240,8 +240,8 @@ TEST(CudaPolicy, TallerPanelsUpTo1024RowsOnWarpsThatOwnColumns) {
 // geqr2_wcol's panels of few matrices.
 TEST(CudaPolicy, TallPanelsOf32ColumnsByCholeskyQr) {
   const DeviceInfo dev = h200();
-  auto cfg = [&](int rows, int ncols, const PanelHints& hints = {}) {
-    return chol_panel_config(dev, rows, ncols, 2, panel_plan(dev, rows, ncols, ncols, true, 2, hints), hints);
+  auto cfg = [&](int rows, int ncols, std::int64_t batch = 2, const PanelHints& hints = {}) {
+    return chol_panel_config(dev, rows, ncols, batch, panel_plan(dev, rows, ncols, ncols, true, batch, hints), hints);
   };
   for (int rows : {1025, 1100, 2048, 2049, 3000, 4096, 4097, 6000, 8192}) {
     const CholConfig c = cfg(rows, 32);
@@ -260,33 +260,30 @@ TEST(CudaPolicy, TallPanelsOf32ColumnsByCholeskyQr) {
   PanelHints off, rows256;
   off.chol = 0;
   rows256.chol_rows = 256;
-  EXPECT_EQ(cfg(4096, 32, off).cluster, 0);
-  EXPECT_EQ(cfg(4096, 32, rows256).cluster, 16);
-  EXPECT_EQ(cfg(4096, 32, rows256).rows_per_cta, 256);
-  EXPECT_EQ(cfg(6000, 32, rows256).cluster, 0);  // 24 CTAs: more than a cluster holds
+  EXPECT_EQ(cfg(4096, 32, 2, off).cluster, 0);
+  EXPECT_EQ(cfg(4096, 32, 2, rows256).cluster, 16);
+  EXPECT_EQ(cfg(4096, 32, 2, rows256).rows_per_cta, 256);
+  EXPECT_EQ(cfg(6000, 32, 2, rows256).cluster, 0);  // 24 CTAs: more than a cluster holds
   // geqr2_wcol's panels (193-1024 rows) of at most kCholShortMaxBatch matrices, on CTAs
   // of at most 256 rows, at least two; at any batch with hint 2, never with hint 1.
-  auto short_cfg = [&](int rows, std::int64_t batch, const PanelHints& hints = {}) {
-    return chol_panel_config(dev, rows, 32, batch, panel_plan(dev, rows, 32, 32, true, batch, hints), hints);
-  };
-  EXPECT_EQ(short_cfg(1024, 8).cluster, 4);
-  EXPECT_EQ(short_cfg(1024, 8).rows_per_cta, 256);
-  EXPECT_EQ(short_cfg(700, 1).cluster, 3);
-  EXPECT_EQ(short_cfg(512, 4).cluster, 2);
-  EXPECT_EQ(short_cfg(384, 2).rows_per_cta, 192);
-  EXPECT_EQ(short_cfg(193, 1).cluster, 2);
-  EXPECT_EQ(short_cfg(193, 1).rows_per_cta, 128);
-  EXPECT_EQ(short_cfg(150, 1).cluster, 0);  // the register panel's: no flagged variant
-  EXPECT_EQ(short_cfg(1024, kCholShortMaxBatch + 1).cluster, 0);
-  EXPECT_EQ(short_cfg(1024, 640).cluster, 0);
+  EXPECT_EQ(cfg(1024, 32, 8).cluster, 4);
+  EXPECT_EQ(cfg(1024, 32, 8).rows_per_cta, 256);
+  EXPECT_EQ(cfg(700, 32, 1).cluster, 3);
+  EXPECT_EQ(cfg(512, 32, 4).cluster, 2);
+  EXPECT_EQ(cfg(384, 32, 2).rows_per_cta, 192);
+  EXPECT_EQ(cfg(193, 32, 1).cluster, 2);
+  EXPECT_EQ(cfg(193, 32, 1).rows_per_cta, 128);
+  EXPECT_EQ(cfg(150, 32, 1).cluster, 0);  // the register panel's: no flagged variant
+  EXPECT_EQ(cfg(1024, 32, kCholShortMaxBatch + 1).cluster, 0);
+  EXPECT_EQ(cfg(1024, 32, 640).cluster, 0);
   PanelHints shorter, tall_only;
   shorter.chol = 2;
   tall_only.chol = 1;
-  EXPECT_EQ(short_cfg(1024, 640, shorter).cluster, 4);
-  EXPECT_EQ(short_cfg(1024, 1, tall_only).cluster, 0);
-  EXPECT_EQ(short_cfg(4096, 1, tall_only).cluster, 8);
-  EXPECT_EQ(short_cfg(1024, 1, off).cluster, 0);
-  EXPECT_EQ(cfg(4096, 32, shorter).cluster, 8);
+  EXPECT_EQ(cfg(1024, 32, 640, shorter).cluster, 4);
+  EXPECT_EQ(cfg(1024, 32, 1, tall_only).cluster, 0);
+  EXPECT_EQ(cfg(4096, 32, 1, tall_only).cluster, 8);
+  EXPECT_EQ(cfg(1024, 32, 1, off).cluster, 0);
+  EXPECT_EQ(cfg(4096, 32, 2, shorter).cluster, 8);
   DeviceInfo old = dev;
   old.cluster_launch = false;
   EXPECT_EQ(geqr2_chol_config(old, 4096).cluster, 0);

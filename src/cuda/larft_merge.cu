@@ -11,6 +11,35 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kBlock = kMergeBlock;
 
+// T's diagonal blocks (nb x nb, row-major) into sT (ld ldt), zeros elsewhere.
+__device__ __forceinline__ void load_diagonal_blocks(const float* T, float* sT, int nb, int ldt) {
+  for (int idx = threadIdx.x; idx < nb * nb; idx += kThreads) {
+    const int i = idx / nb, j = idx % nb;
+    sT[i * ldt + j] = i / kBlock == j / kBlock ? T[idx] : 0.0f;
+  }
+}
+
+// Block column c (width w) of the merge: X(0:c, 0:w) = S(0:c, c-32 : c-32+w) T(c:c+w, c:c+w)
+// into sX (ld ldx), a CTA barrier, then out(i, j, T(i, c + j)) for T(0:c, c:c+w) = -T(0:c, 0:c)
+// X. Both blocks of T are upper triangular; s(i, l) = S(i, c - 32 + l).
+template <class SAt, class Out>
+__device__ __forceinline__ void merge_block_column(const float* sT, int ldt, int c, int w, SAt s, float* sX, int ldx,
+                                                   Out out) {
+  for (int idx = threadIdx.x; idx < c * w; idx += kThreads) {
+    const int i = idx / w, j = idx % w;
+    float x = 0.0f;
+    for (int l = 0; l <= j; ++l) x = fmaf(s(i, l), sT[(c + l) * ldt + c + j], x);
+    sX[i * ldx + j] = x;
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < c * w; idx += kThreads) {
+    const int i = idx / w, j = idx % w;
+    float x = 0.0f;
+    for (int l = i; l < c; ++l) x = fmaf(sT[i * ldt + l], sX[l * ldx + j], x);
+    out(i, j, -x);
+  }
+}
+
 // One CTA per matrix. T lives in shared memory (ld nb + 1 against bank conflicts on
 // column walks), X = S(0:c, block) T(block, block) beside it.
 __global__ void __launch_bounds__(kThreads) larft_merge_kernel(const LarftMergeArgs p) {
@@ -22,29 +51,12 @@ __global__ void __launch_bounds__(kThreads) larft_merge_kernel(const LarftMergeA
   float* T = p.t + mat * p.t_stride;
   const float* S = p.s + mat * p.s_stride;
 
-  // Diagonal blocks in, zeros elsewhere.
-  for (int idx = threadIdx.x; idx < nb * nb; idx += kThreads) {
-    const int i = idx / nb, j = idx % nb;
-    sT[i * ldt + j] = i / kBlock == j / kBlock ? T[idx] : 0.0f;
-  }
+  load_diagonal_blocks(T, sT, nb, ldt);
   __syncthreads();
   for (int c = kBlock; c < nb; c += kBlock) {
-    const int w = min(kBlock, nb - c);
-    // X(0:c, 0:w) = S(0:c, c-32 : c-32+w) T(c:c+w, c:c+w); the block of T is upper triangular.
-    for (int idx = threadIdx.x; idx < c * w; idx += kThreads) {
-      const int i = idx / w, j = idx % w;
-      float x = 0.0f;
-      for (int l = 0; l <= j; ++l) x = fmaf(S[i + (c - kBlock + l) * lds], sT[(c + l) * ldt + c + j], x);
-      sX[i * kBlock + j] = x;
-    }
-    __syncthreads();
-    // T(0:c, c:c+w) = -T(0:c, 0:c) X; T(0:c, 0:c) is upper triangular.
-    for (int idx = threadIdx.x; idx < c * w; idx += kThreads) {
-      const int i = idx / w, j = idx % w;
-      float x = 0.0f;
-      for (int l = i; l < c; ++l) x = fmaf(sT[i * ldt + l], sX[l * kBlock + j], x);
-      sT[i * ldt + c + j] = -x;
-    }
+    merge_block_column(
+        sT, ldt, c, min(kBlock, nb - c), [&](int i, int l) { return S[i + (c - kBlock + l) * lds]; }, sX, kBlock,
+        [&](int i, int j, float x) { sT[i * ldt + c + j] = x; });
     __syncthreads();
   }
   for (int idx = threadIdx.x; idx < nb * nb; idx += kThreads) T[idx] = sT[(idx / nb) * ldt + idx % nb];
@@ -68,10 +80,7 @@ __global__ void __launch_bounds__(kThreads) larft_merge_pair_kernel(const LarftM
   float* T = p.t + mat * p.t_stride;
   const float* V = p.vt + mat * p.vt_stride;
 
-  for (int idx = threadIdx.x; idx < kNb * kNb; idx += kThreads) {
-    const int i = idx / kNb, j = idx % kNb;
-    sT[i * kLdt + j] = i / kBlock == j / kBlock ? T[idx] : 0.0f;
-  }
+  load_diagonal_blocks(T, sT, kNb, kLdt);
 
   float acc[2][4][4] = {};  // [mt][nt]: S(16 mt + g (+8), 8 nt + 2 t (+1))
   for (int r0 = kBlock + 8 * warp; r0 < p.rows; r0 += kPairRows) {
@@ -130,20 +139,9 @@ __global__ void __launch_bounds__(kThreads) larft_merge_pair_kernel(const LarftM
           sS[(16 * mt + g + 8 * (e >> 1)) * (kBlock + 1) + 8 * nt + 2 * t + (e & 1)] = acc[mt][nt][e];
   }
   __syncthreads();
-  // X = S T22 (T22 upper triangular), then T12 = -T11 X (T11 upper triangular).
-  for (int idx = threadIdx.x; idx < kBlock * kBlock; idx += kThreads) {
-    const int i = idx / kBlock, j = idx % kBlock;
-    float x = 0.0f;
-    for (int l = 0; l <= j; ++l) x = fmaf(sS[i * (kBlock + 1) + l], sT[(kBlock + l) * kLdt + kBlock + j], x);
-    sX[i * (kBlock + 1) + j] = x;
-  }
-  __syncthreads();
-  for (int idx = threadIdx.x; idx < kBlock * kBlock; idx += kThreads) {
-    const int i = idx / kBlock, j = idx % kBlock;
-    float x = 0.0f;
-    for (int l = i; l < kBlock; ++l) x = fmaf(sT[i * kLdt + l], sX[l * (kBlock + 1) + j], x);
-    sY[i * (kBlock + 1) + j] = -x;
-  }
+  merge_block_column(
+      sT, kLdt, kBlock, kBlock, [&](int i, int l) { return sS[i * (kBlock + 1) + l]; }, sX, kBlock + 1,
+      [&](int i, int j, float x) { sY[i * (kBlock + 1) + j] = x; });
   __syncthreads();
   for (int idx = threadIdx.x; idx < kNb * kNb; idx += kThreads) {
     const int i = idx / kNb, j = idx % kNb;
