@@ -5,7 +5,7 @@
 //
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
 //                     [--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1]
-//                     [--chol 0|1|2] [--chol-rows R]
+//                     [--chol 0|1|2] [--chol-rows R] [--cta 0|1]
 //                     [--layout row|col] [m n batch]...
 //                     (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
@@ -21,7 +21,8 @@
 // panels of at most 1024 rows on geqr2_wcol (1) or not (0); --chol: the Cholesky QR panel
 // never (0), on panels of more than 1024 rows only (1), or also on geqr2_wcol's panels of
 // 193-1024 rows at any batch (2) (default: the policy's); --chol-rows: at most R rows per
-// CTA of that panel; --layout:
+// CTA of that panel; --cta: matrices that a geqr2_cta shape holds on it (1, timed once as
+// outer width 0) or never (0) (default: the policy's); --layout:
 // of the matrices (default column-major).
 // Each width is timed with the look-ahead (side stream) and without it ("-").
 #include <cuda_runtime.h>
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
   int fused = -1;
   int stripe = -1;
   int stripe_wide = -1;
+  int cta = -1;
   Layout layout = Layout::col_major;
   PanelHints panel;
   for (int i = 1; i < argc;) {
@@ -97,6 +99,10 @@ int main(int argc, char** argv) {
     } else if (arg == "--chol-rows" && i + 1 < argc) {
       panel.chol_rows = std::max(0, std::atoi(argv[i + 1]));
       i += 2;
+    } else if (arg == "--cta" && i + 1 < argc) {
+      cta = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
+      i += 2;
+
     } else if (arg == "--wcol" && i + 1 < argc) {
       panel.wcol = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
       i += 2;
@@ -110,6 +116,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
                    "[--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--chol 0|1|2] [--chol-rows R] "
+                   "[--cta 0|1] "
                    "[--layout row|col] "
                    "[m n batch]...\n");
       return 2;
@@ -161,8 +168,11 @@ int main(int argc, char** argv) {
       hints.stripe_update = stripe;
       hints.stripe_wide = stripe_wide;
       hints.panel = panel;
+      hints.cta = cta;
       const GeqrfPlan plan = make_plan(dev, d, hints);
-      if (plan.algorithm != Algorithm::blocked || plan.outer_nb != outer) continue;
+      // A one-launch plan (warp, fused, cta) is timed once, as outer width 0.
+      const bool blocked = plan.algorithm == Algorithm::blocked;
+      if (blocked ? plan.outer_nb != outer : variant != 0) continue;
       void* ws = nullptr;
       if (cudaMalloc(&ws, plan.workspace_bytes) != cudaSuccess) {
         std::printf("%6d %6d %6d | %5d   | workspace of %zu bytes not available\n", m, n, batch, outer,
@@ -197,7 +207,7 @@ int main(int argc, char** argv) {
       };
       const bool pass = ok && rep.pass();
       failures += pass ? 0 : 1;
-      std::printf("%6d %6d %6d | %5d%s %2d | %10.4f %10.4f %10.4f %8.3f %8.3f | %s%s\n", m, n, batch, outer,
+      std::printf("%6d %6d %6d | %5d%s %2d | %10.4f %10.4f %10.4f %8.3f %8.3f | %s%s\n", m, n, batch, blocked ? outer : 0,
                   plan.look_ahead ? "  " : " -", plan.stripe_update ? (plan.stripe_math == StripeMath::tf32x3 ? 3 : 2) : plan.fused_update ? 1 : 0, median(times),
                   median(queued), median(host), rep.worst_factor, rep.worst_orth, pass ? "pass" : "FAIL",
                   outer == policy.outer_nb && plan.look_ahead == policy.look_ahead &&

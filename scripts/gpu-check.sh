@@ -72,17 +72,23 @@ if [ $run_san = 1 ]; then
   # cluster panels (2048x64, 3000x4), the global-memory panel (20000x40), wide (4x3000),
   # two-level blocking with its Gram products and larft_merge (TwoLevelBlocking,
   # TwoLevelPartialBlocks), one-level
-  # updates by larfb_fused and by cuBLAS (EveryKernelPath).
+  # updates by larfb_fused and by cuBLAS (EveryKernelPath), every shape of geqr2_cta (CtaKernel).
   # The CLI is not used here: it factors up to 50 inputs per case, too slow under the tool.
   timeout 250 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/tests/batchqr_gpu_tests" \
-    --gtest_filter='*TallAndWide*:*ZeroMatrix*:*NaNStays*:*PaddedStrides*:*ExtremeScales*:*EveryKernelPath/fp32:*TwoLevelBlocking/fp32:*TwoLevelPartialBlocks' >>"$L" 2>&1
+    --gtest_filter='*TallAndWide*:*ZeroMatrix*:*NaNStays*:*PaddedStrides*:*ExtremeScales*:*EveryKernelPath/fp32:*TwoLevelBlocking/fp32:*TwoLevelPartialBlocks:*CtaKernel' >>"$L" 2>&1
   note "memcheck (GPU tests: every kernel path): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   # larfb_stripe split over a cluster (2500 rows: 5 CTAs per stripe) and 16-CTA clusters
   # (its next-panel updates at 8000 rows).
   timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 64 \
     --reps 1 2500 130 1 8000 40 1 >>"$L" 2>&1
   note "memcheck (larfb_stripe on clusters): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
+  # geqr2_cta hands reflectors between warps through mbarriers: synccheck checks their use.
+  timeout 100 compute-sanitizer --tool synccheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 1 --outer 32 \
+    --layout row --reps 1 176 176 2 90 140 2 >>"$L" 2>&1
+  note "synccheck (geqr2_cta): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   if [ $run_race = 1 ]; then
+    # Not geqr2_cta (--cta 0): racecheck does not follow its mbarrier hand-offs and reports
+    # every store and load of its ring of v buffers (docs/perf-notes.md v15).
     # Shared-memory races: the warp kernel (n = 20), the fused register kernel (n = 64), and
     # the blocked path's register panels with larfb_fused, larfb_stripe (3xTF32, K = 32 and
     # 64; FP32 on a cluster of 3 CTAs at 1100 rows; 3xTF32 on 3 at 1030) and cluster panels
@@ -91,19 +97,19 @@ if [ $run_san = 1 ]; then
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/batchqr" bench --no-baselines \
       --no-validate --rounds 1 --case batch=2,n=20 --case batch=1,n=64 >>"$L" 2>&1
     note "racecheck (warp and fused kernels): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
-    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 32 \
+    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 32 \
       --fused-update 1 --stripe 0 --reps 1 100 100 2 >>"$L" 2>&1
     note "racecheck (blocked, larfb_fused): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
-    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 64 \
+    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 64 \
       --stripe 2 --layout row --reps 1 200 200 2 >>"$L" 2>&1
     note "racecheck (blocked, larfb_stripe 3xTF32): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
-    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 32 \
+    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 32 \
       --stripe 1 --reps 1 150 150 2 1100 64 1 >>"$L" 2>&1
     note "racecheck (larfb_stripe FP32, cluster panel): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
-    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 32 \
+    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 32 \
       --wcol 1 --layout row --reps 1 300 200 2 >>"$L" 2>&1
     note "racecheck (geqr2_wcol panels): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
-    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 32 \
+    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 32 \
       --layout row --reps 1 1030 40 1 >>"$L" 2>&1
     note "racecheck (larfb_stripe 3xTF32 on a cluster): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
   fi

@@ -143,7 +143,7 @@ TEST_P(Gpu, TallAndWide) {
       expect_accurate(make_geqrf_desc(m, n, 2, layout), Distribution::dense, 1.0);
 }
 
-// Each kernel of the policy: one warp per tiny matrix, fused (whole matrix on chip), blocked with a one-CTA
+// Each kernel of the policy: one warp per tiny matrix, fused and cta (whole matrix on chip), blocked with a one-CTA
 // panel, blocked with panels of more than 1024 rows in a cluster's registers, in a
 // cluster's shared memory (more than 8192 rows), and in global memory (too tall for both).
 TEST_P(Gpu, EveryKernelPath) {
@@ -151,6 +151,8 @@ TEST_P(Gpu, EveryKernelPath) {
     for (Layout layout : {Layout::row_major, Layout::col_major})
       expect_accurate(make_geqrf_desc(m, n, 37, layout), Distribution::mixed, 2.0);     // warp
   expect_accurate(make_geqrf_desc(64, 64, 50), Distribution::dense, 1.0);              // fused
+  for (Layout layout : {Layout::row_major, Layout::col_major})
+    expect_accurate(make_geqrf_desc(176, 176, 40, layout), Distribution::mixed, 2.0);  // cta
   expect_accurate(make_geqrf_desc(512, 512, 200), Distribution::mixed, 2.0);           // blocked, 1 CTA
   for (Layout layout : {Layout::row_major, Layout::col_major}) {
     // One level, each update one larfb_stripe launch (batch below the SM count), except the
@@ -195,9 +197,10 @@ TEST_P(Gpu, PaddedStrides) {
     }
 }
 
+// Including geqr2_cta (176: its warps hand reflectors through mbarriers, in any timing).
 TEST_P(Gpu, BitwiseReproducible) {
-  for (auto [m, n] : {std::pair{32, 32}, {512, 512}, {2048, 2048}}) {
-    const GeqrfDesc d = make_geqrf_desc(m, n, n > 1000 ? 2 : 8);
+  for (auto [m, n] : {std::pair{32, 32}, {176, 176}, {512, 512}, {2048, 2048}}) {
+    const GeqrfDesc d = make_geqrf_desc(m, n, n > 1000 ? 2 : n == 176 ? 40 : 8);
     const auto a = test::generate_batch(d, Distribution::mixed, 2.0, test::fresh_seed());
     const Result r1 = run(d, a), r2 = run(d, a);
     EXPECT_EQ(std::memcmp(r1.h.data(), r2.h.data(), r1.h.size() * 4), 0) << n;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <tuple>
 
 #include "batchqr/batchqr.hpp"
 #include "cuda/geqr2_warp_launch.hpp"
@@ -62,6 +63,13 @@ void expect_valid_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
   }
   if (plan.algorithm == Algorithm::fused) {
     expect_valid_reg(plan.fused_reg, m, n);
+    EXPECT_EQ(plan.workspace_bytes, 0u);
+    return;
+  }
+  if (plan.algorithm == Algorithm::cta) {
+    EXPECT_GE(8 * plan.cta.rows_per_lane, m);
+    EXPECT_GE(4 * plan.cta.warps * plan.cta.slots, n);
+    EXPECT_LE(geqr2_cta_smem(plan.cta, n), dev.smem_per_block_optin);
     EXPECT_EQ(plan.workspace_bytes, 0u);
     return;
   }
@@ -151,9 +159,35 @@ TEST(CudaPolicy, TinyMatricesTakeAWarpSmallOnesAreFusedLargeOnesBlocked) {
   EXPECT_EQ(warp_qr_rows(17, 17), 32);
   EXPECT_EQ(warp_qr_rows(0, 5), 0);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(64, 64, 1000)).algorithm, Algorithm::fused);
-  EXPECT_EQ(make_plan(dev, make_geqrf_desc(176, 176, 40)).algorithm, Algorithm::blocked);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(176, 176, 40)).algorithm, Algorithm::cta);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1000, 40, 3)).algorithm, Algorithm::blocked);  // 2 tiles, too tall
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 32, 3)).algorithm, Algorithm::fused);   // 32 warps of 32 rows
+}
+
+// geqr2_cta: matrices of 65-192 columns and at most 256 rows (a compiled shape holds them)
+// while the batch fits in two waves of one CTA per SM; the register kernel keeps <= 64
+// columns; larger batches, rows or columns go blocked.
+TEST(CudaPolicy, WholeMatrixInOneCtaForFewSmallMatrices) {
+  const DeviceInfo dev = h200();  // 132 SMs
+  for (auto [m, n, b] : {std::tuple{176, 176, 40}, {176, 176, 1}, {176, 176, 264}, {100, 100, 132}, {192, 192, 40},
+                         {256, 128, 40}, {250, 70, 5}, {20, 190, 3}, {65, 65, 1}}) {
+    const GeqrfPlan p = make_plan(dev, make_geqrf_desc(m, n, b));
+    EXPECT_EQ(p.algorithm, Algorithm::cta) << m << " x " << n << " x " << b;
+    EXPECT_GE(8 * p.cta.rows_per_lane, m);
+    EXPECT_GE(4 * p.cta.warps * p.cta.slots, n);
+  }
+  for (auto [m, n, b] : {std::tuple{176, 176, 265}, {100, 100, 1000}, {257, 100, 5}, {200, 193, 5}, {256, 129, 5},
+                         {300, 100, 2}})
+    EXPECT_EQ(make_plan(dev, make_geqrf_desc(m, n, b)).algorithm, Algorithm::blocked) << m << " x " << n << " x " << b;
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(64, 64, 40)).algorithm, Algorithm::fused);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(176, 176, 40)).cta.rows_per_lane, 24);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(176, 176, 40)).cta.slots, 3);
+  PlanHints hints;
+  hints.cta = 1;  // wherever a shape holds the matrix
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(64, 64, 1000), hints).algorithm, Algorithm::cta);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(32, 32, 1000), hints).algorithm, Algorithm::warp);  // tiny: still a warp
+  hints.cta = 0;
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(176, 176, 40), hints).algorithm, Algorithm::blocked);
 }
 
 TEST(CudaPolicy, HugeBatchesAreChunkedUnderTheWorkspaceCap) {
@@ -179,8 +213,9 @@ TEST(CudaPolicy, LargeMatricesUseTwoLevelBlocking) {
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 1024, 16)).outer_nb, 32);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(768, 768, 40)).outer_nb, 32);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 1024, 30)).outer_nb, 64);
-  EXPECT_EQ(make_plan(dev, make_geqrf_desc(100, 100, 40)).outer_nb, 32);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(300, 300, 40)).outer_nb, 32);
   PlanHints hints;
+  hints.cta = 0;  // the blocked path, also where geqr2_cta would take the matrix
   hints.outer_nb = 96;
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(512, 512, 640), hints).outer_nb, 96);
   hints.outer_nb = 100;  // rounded down to a multiple of the panel width
@@ -327,20 +362,22 @@ TEST(CudaPolicy, TallPanelsInTheRegistersOfACluster) {
 
 TEST(CudaPolicy, StripeUpdatesAtEveryBatch) {
   const DeviceInfo dev = h200();
+  PlanHints blocked;
+  blocked.cta = 0;  // the blocked path, also where geqr2_cta would take the matrix
   for (auto [m, b] : {std::pair{176, 40}, {256, 1}, {300, 40}, {352, 40}, {4096, 2}, {2048, 8}}) {
-    const GeqrfPlan p = make_plan(dev, make_geqrf_desc(m, m, b));
+    const GeqrfPlan p = make_plan(dev, make_geqrf_desc(m, m, b), blocked);
     EXPECT_TRUE(p.stripe_update) << m << " x " << b;
     EXPECT_EQ(p.stripe_math, StripeMath::tf32x3);
     EXPECT_FALSE(p.fused_update) << m;  // larfb_stripe takes all its updates
   }
-  EXPECT_TRUE(make_plan(dev, make_geqrf_desc(176, 176, 1000)).stripe_update);  // fills the GPU: still the stripe
-  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(176, 176, 1000)).fused_update);
+  EXPECT_TRUE(make_plan(dev, make_geqrf_desc(176, 176, 1000), blocked).stripe_update);  // fills the GPU: still the stripe
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(176, 176, 1000), blocked).fused_update);
   // Two level: at any batch.
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 1024, 60)).outer_nb, 64);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(512, 512, 640)).outer_nb, 64);
   for (auto [m, b] : {std::pair{1024, 60}, {1536, 30}, {768, 100}, {640, 300}, {512, 640}, {512, 5000}})
     EXPECT_TRUE(make_plan(dev, make_geqrf_desc(m, m, b)).stripe_update) << m << " x " << b;
-  PlanHints hints;
+  PlanHints hints = blocked;
   hints.stripe_update = 1;
   EXPECT_TRUE(make_plan(dev, make_geqrf_desc(640, 640, 300), hints).stripe_update);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(640, 640, 300), hints).stripe_math, StripeMath::fp32);
@@ -408,6 +445,7 @@ TEST(CudaPolicy, TallWideUpdatesOnTheStripeWhileCublasWouldNotFillTheGpu) {
 TEST(CudaPolicy, FusedUpdatesOnlyByHintOrWithoutStripes) {
   const DeviceInfo dev = h200();
   PlanHints no_stripe;
+  no_stripe.cta = 0;  // the blocked path, also where geqr2_cta would take the matrix
   no_stripe.stripe_update = 0;
   EXPECT_TRUE(make_plan(dev, make_geqrf_desc(176, 176, 40), no_stripe).fused_update);
   EXPECT_TRUE(make_plan(dev, make_geqrf_desc(256, 1000, 1), no_stripe).fused_update);
@@ -416,6 +454,7 @@ TEST(CudaPolicy, FusedUpdatesOnlyByHintOrWithoutStripes) {
   EXPECT_FALSE(make_plan(dev, make_geqrf_desc(176, 176, 1000), no_stripe).fused_update);  // fills the GPU: cuBLAS
   EXPECT_FALSE(make_plan(dev, make_geqrf_desc(1024, 1024, 60), no_stripe).fused_update);  // two-level
   PlanHints hints;
+  hints.cta = 0;
   hints.fused_update = 1;
   EXPECT_TRUE(make_plan(dev, make_geqrf_desc(176, 176, 1000), hints).fused_update);
   EXPECT_FALSE(make_plan(dev, make_geqrf_desc(1024, 1024, 60), hints).fused_update);  // never for two-level

@@ -69,7 +69,9 @@ class UpdateKernels : public ::testing::Test {
   // Factors `d` under `hints` and checks the gate; `expect` says which update the plan
   // must have chosen (3 stripe 3xTF32, 2 stripe FP32, 1 fused, 0 cuBLAS; -1 any), so that
   // a test cannot pass on another.
-  void expect_accurate(const GeqrfDesc& d, const PlanHints& hints, int expect, Distribution dist, double cond) {
+  void expect_accurate(const GeqrfDesc& d, const PlanHints& blocked_hints, int expect, Distribution dist, double cond) {
+    PlanHints hints = blocked_hints;
+    hints.cta = 0;  // the blocked path, also for shapes that geqr2_cta would take
     const GeqrfPlan plan = cuda::make_plan(dev_, d, hints);
     ASSERT_EQ(plan.algorithm, cuda::Algorithm::blocked);
     if (expect >= 0)
@@ -186,6 +188,38 @@ TEST_F(UpdateKernels, PanelKernels) {
       expect_accurate(make_geqrf_desc(390, 77, 6, layout), one, -1, Distribution::rankdef, 1.0);
       expect_accurate(padded(333, 200, 4, layout), one, -1, Distribution::band, 1.0);
       expect_accurate(make_geqrf_desc(520, 520, 200, layout), two, -1, Distribution::mixed, 2.0);  // batch > SMs
+    }
+  }
+}
+
+// geqr2_cta (the whole matrix in one CTA's registers) forced on every compiled shape (8 to
+// 32 rows per lane, two and three slots of 64 columns), each at its largest and at odd
+// sizes, tall and wide, a single column, both layouts, padded strides, a batch beyond the
+// SM count; rank-deficient matrices (exactly zero columns: H = I) and matrices scaled far
+// from 1 (the FP64 reflector) beside ordinary ones.
+TEST_F(UpdateKernels, CtaKernel) {
+  PlanHints cta;
+  cta.cta = 1;
+  const float scales[] = {1.0f, 1e-30f, 1e30f, 1e-18f, 1e18f};
+  for (Layout layout : {Layout::row_major, Layout::col_major}) {
+    for (auto [m, n] : {std::pair{64, 128}, {33, 70}, {64, 192}, {20, 190}, {128, 128}, {100, 100}, {128, 192},
+                        {65, 150}, {192, 128}, {150, 120}, {256, 128}, {250, 70}, {200, 3}, {176, 176}, {192, 192},
+                        {181, 179}}) {
+      const GeqrfDesc d = make_geqrf_desc(m, n, 5, layout);
+      ASSERT_EQ(cuda::make_plan(dev_, d, cta).algorithm, cuda::Algorithm::cta) << m << " x " << n;
+      const std::uint64_t seed = fresh_seed();
+      check_batch(d, cta, generate_batch(d, Distribution::mixed, 2.0, seed), describe(d, Distribution::mixed, 2.0, seed));
+      check_batch(d, cta, generate_batch(d, Distribution::rankdef, 1.0, seed + 1),
+                  describe(d, Distribution::rankdef, 1.0, seed + 1));
+      auto a = generate_batch(d, Distribution::dense, 1.0, seed + 2);
+      for (std::int64_t b = 0; b < d.batch; ++b)
+        for (std::int64_t i = 0; i < d.stride; ++i) a[b * d.stride + i] *= scales[b];
+      check_batch(d, cta, a, describe(d, Distribution::dense, 1.0, seed + 2) + " scaled 1, 1e-30, 1e30, 1e-18, 1e18");
+    }
+    for (const GeqrfDesc& d : {padded(176, 176, 3, layout), padded(90, 140, 4, layout), make_geqrf_desc(100, 100, 300, layout)}) {
+      ASSERT_EQ(cuda::make_plan(dev_, d, cta).algorithm, cuda::Algorithm::cta);
+      const std::uint64_t seed = fresh_seed();
+      check_batch(d, cta, generate_batch(d, Distribution::mixed, 2.0, seed), describe(d, Distribution::mixed, 2.0, seed));
     }
   }
 }

@@ -76,7 +76,7 @@ __device__ __forceinline__ void warp_allreduce4(float (&d)[4], int lane) {
 // this lane's rows r0 .. of x (zero on and above row jn); the FP64 norm, LAPACK's slarfg
 // in FP64, then v scaled in place (one on row jn). Returns (beta, tau); tau = 0 for an
 // exactly zero x (H = I, beta = alpha). Called by a whole warp.
-__device__ __noinline__ float2 wcol_reflector_fp64(float* v, int nr, int r0, int jn, float alpha) {
+inline __device__ __noinline__ float2 wcol_reflector_fp64(float* v, int nr, int r0, int jn, float alpha) {
   double s = 0.0;
   for (int i = 0; i < nr; ++i) s = fma(static_cast<double>(v[i]), static_cast<double>(v[i]), s);
   const ReflectorFp64Scale h = slarfg_fp64_or_identity(alpha, sqrt(warp_allreduce_sum(s)));

@@ -219,6 +219,17 @@ bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch) {
   return batch < dev.sm_count && m <= kFusedUpdateMaxRows;
 }
 
+bool cta_geqrf(const DeviceInfo& dev, int, int n, std::int64_t batch) {
+  // Measured (docs/perf-notes.md v15; bench/geqrf_outer_sweep --cta 1|0, row-major, device
+  // time, ms, geqr2_cta / blocked): 176^2 x 1 0.157 / 0.214, x 40 0.172 / 0.235, x 132 0.173
+  // / 0.386, x 264 0.345 / 0.419, x 500 0.649 / 0.608, x 1000 1.29 / 1.07; 100^2 x 40 0.096 /
+  // 0.127, x 132 0.096 / 0.181, x 264 0.188 / 0.202, x 500 0.350 / 0.270, x 1000 0.695 / 0.462;
+  // 128^2 x 264 0.221 / 0.242, x 1000 0.854 / 0.496; 80^2 x 1000 0.556 / 0.270.
+  // One CTA per matrix holds an SM (512 threads of 128 registers): it wins while the batch
+  // fits in two waves. At most 64 columns the register kernel (fused) keeps them.
+  return n > 2 * kMaxPanelWidth && batch <= 2 * static_cast<std::int64_t>(dev.sm_count);
+}
+
 GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& hints) {
   GeqrfPlan plan;
   const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
@@ -230,6 +241,15 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     plan.batch_chunk = d.batch;
     return plan;
   }
+  // The whole matrix in one CTA's registers, warps owning columns (geqr2_cta).
+  plan.cta = hints.cta == 0 ? CtaConfig{} : geqr2_cta_config(dev, m, n);
+  if (plan.cta.rows_per_lane > 0 && (hints.cta == 1 || cta_geqrf(dev, m, n, d.batch))) {
+    plan.algorithm = Algorithm::cta;
+    plan.nb = k;
+    plan.batch_chunk = d.batch;
+    return plan;
+  }
+  plan.cta = {};
   // The whole matrix in one CTA's registers: one launch, no T factor, no trailing passes.
   // Only up to two column tiles (reg_config): past that every column step updates the whole
   // width (BLAS-2) and the blocked path with GEMM updates was faster (docs/perf-notes.md).

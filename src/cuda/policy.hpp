@@ -8,6 +8,7 @@
 #include "batchqr/types.hpp"
 #include "cuda/device_info.hpp"
 #include "cuda/geqr2_chol.hpp"
+#include "cuda/geqr2_cta.hpp"
 #include "cuda/larfb_operands.hpp"
 #include "cuda/reg_config.hpp"
 
@@ -16,6 +17,7 @@ namespace batchqr::cuda {
 enum class Algorithm {
   warp,     // one warp per matrix (geqr2_warp_kernel): m, n <= 32, no CTA barrier
   fused,    // one geqr2_reg launch factors the whole matrix in registers (unblocked)
+  cta,      // one geqr2_cta launch: the whole matrix in one CTA's registers, warps owning columns (unblocked)
   blocked,  // geqr2 panel of width nb, then larfb on the trailing matrix, per panel
 };
 
@@ -81,6 +83,7 @@ enum class Trailing {
 struct GeqrfPlan {
   Algorithm algorithm = Algorithm::blocked;
   RegConfig fused_reg;           // fused: the register configuration
+  CtaConfig cta;                 // cta: the compiled shape
   Trailing trailing = Trailing::gemm;
   int nb = 32;                   // panel width (blocked)
   // gemm: width of the blocks whose update reaches the whole trailing matrix (a multiple
@@ -114,6 +117,7 @@ struct GeqrfPlan {
 
 // Overrides of policy choices, for tuning clients (bench/); zero means "the policy's".
 struct PlanHints {
+  int cta = -1;  // geqr2_cta: 0 never, 1 wherever a compiled shape holds the matrix (past warp); -1: the policy's
   int outer_nb = 0;
   int look_ahead = -1;  // 0 / 1: off / on; -1: the policy's
   int fused_update = -1;  // 0 / 1: off / on (one-level plans only); -1: the policy's
@@ -171,6 +175,8 @@ bool stripe_update_for(const GeqrfPlan& plan, int rows, int ncols, std::int64_t 
 // Whether a one-level gemm plan applies each panel with larfb_fused (see GeqrfPlan).
 inline constexpr int kFusedUpdateMaxRows = 256;
 bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch);
+// Whether the policy factors an m x n matrix with geqr2_cta where a compiled shape holds it.
+bool cta_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch);
 // Whether a panel goes to geqr2_wcol (where one of its configurations holds it).
 bool wcol_panel(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch);
 // Warps per geqr2 CTA: one per column up to 32, at least 8.
