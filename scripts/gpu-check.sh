@@ -67,7 +67,7 @@ if [ $run_san = 1 ]; then
   # The GPU tests below reach every kernel of the policy in both layouts and both math
   # modes (cuBLAS updates for fp32, batchqr's larfb kernels for tf32x3): one warp per
   # tiny matrix (EveryKernelPath, ExtremeScales: its LAPACK-order fallback), register fused
-  # (1x50, 50x1), register panels with up to 16 and 32 warps (300x640, 100x777, 777x100),
+  # (EveryKernelPath 300x48 and 64x64 x300; ExtremeScales 300x48), register panels with up to 16 and 32 warps (300x640, 100x777, 777x100),
   # geqr2_wcol panels (300x640, 777x100; its FP64 reflector in ExtremeScales 600x40, 300x300),
   # cluster panels (2048x64, 3000x4), the global-memory panel (20000x40), wide (4x3000),
   # two-level blocking with its Gram products and larft_merge (TwoLevelBlocking,

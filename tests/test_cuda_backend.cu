@@ -115,7 +115,8 @@ TEST_P(Gpu, ExtremeScalesTakeTheCarefulPath) {
   const float scales[] = {1.0f, 1e-30f, 1e30f, 1e-18f, 1e18f, 1e-35f};
   // 1500 x 40: panels of more than 1024 rows (a cluster's registers, or geqr2_kernel);
   // 600 x 40 and 300 x 300: geqr2_wcol's FP64 reflector
-  for (auto [m, n] : {std::pair{24, 24}, {48, 48}, {200, 200}, {1500, 40}, {600, 40}, {300, 300}})
+  // 48 x 48: geqr2_cta; 300 x 48: the register kernel
+  for (auto [m, n] : {std::pair{24, 24}, {48, 48}, {300, 48}, {200, 200}, {1500, 40}, {600, 40}, {300, 300}})
     for (Layout layout : {Layout::row_major, Layout::col_major}) {
       const GeqrfDesc d = make_geqrf_desc(m, n, 6, layout);
       const std::uint64_t seed = test::fresh_seed();
@@ -150,9 +151,12 @@ TEST_P(Gpu, EveryKernelPath) {
   for (auto [m, n] : {std::pair{32, 32}, {8, 8}, {16, 16}, {1, 1}, {5, 32}, {32, 7}, {13, 9}, {24, 24}})
     for (Layout layout : {Layout::row_major, Layout::col_major})
       expect_accurate(make_geqrf_desc(m, n, 37, layout), Distribution::mixed, 2.0);     // warp
-  expect_accurate(make_geqrf_desc(64, 64, 50), Distribution::dense, 1.0);              // fused
-  for (Layout layout : {Layout::row_major, Layout::col_major})
+  for (Layout layout : {Layout::row_major, Layout::col_major}) {
+    expect_accurate(make_geqrf_desc(300, 48, 50, layout), Distribution::dense, 1.0);    // fused (tall)
+    expect_accurate(make_geqrf_desc(64, 64, 300, layout), Distribution::dense, 1.0);    // fused (many)
+    expect_accurate(make_geqrf_desc(64, 64, 50, layout), Distribution::dense, 1.0);     // cta
     expect_accurate(make_geqrf_desc(176, 176, 40, layout), Distribution::mixed, 2.0);  // cta
+  }
   expect_accurate(make_geqrf_desc(512, 512, 200), Distribution::mixed, 2.0);           // blocked, 1 CTA
   for (Layout layout : {Layout::row_major, Layout::col_major}) {
     // One level, each update one larfb_stripe launch (batch below the SM count), except the

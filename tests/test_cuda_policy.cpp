@@ -152,8 +152,10 @@ TEST(CudaPolicy, TinyMatricesTakeAWarpSmallOnesAreFusedLargeOnesBlocked) {
   const DeviceInfo dev = h200();
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(32, 32, 20)).algorithm, Algorithm::warp);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1, 1, 1)).algorithm, Algorithm::warp);
-  EXPECT_EQ(make_plan(dev, make_geqrf_desc(33, 32, 20)).algorithm, Algorithm::fused);
-  EXPECT_EQ(make_plan(dev, make_geqrf_desc(32, 33, 20)).algorithm, Algorithm::fused);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(33, 32, 20)).algorithm, Algorithm::cta);  // few: geqr2_cta
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(32, 33, 20)).algorithm, Algorithm::cta);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(33, 32, 1000)).algorithm, Algorithm::fused);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(300, 48, 20)).algorithm, Algorithm::fused);  // tall
   EXPECT_EQ(warp_qr_rows(8, 32), 8);
   EXPECT_EQ(warp_qr_rows(9, 1), 16);
   EXPECT_EQ(warp_qr_rows(17, 17), 32);
@@ -165,8 +167,8 @@ TEST(CudaPolicy, TinyMatricesTakeAWarpSmallOnesAreFusedLargeOnesBlocked) {
 }
 
 // geqr2_cta: matrices of 65-192 columns and at most 256 rows (a compiled shape holds them)
-// while the batch fits in two waves of one CTA per SM; the register kernel keeps <= 64
-// columns; larger batches, rows or columns go blocked.
+// while the batch fits in two waves of one CTA per SM, and small ones of at most 64 columns
+// ahead of the register kernel; larger batches, rows or columns go blocked (or fused).
 TEST(CudaPolicy, WholeMatrixInOneCtaForFewSmallMatrices) {
   const DeviceInfo dev = h200();  // 132 SMs
   for (auto [m, n, b] : {std::tuple{176, 176, 40}, {176, 176, 1}, {176, 176, 264}, {100, 100, 132}, {192, 192, 40},
@@ -179,12 +181,20 @@ TEST(CudaPolicy, WholeMatrixInOneCtaForFewSmallMatrices) {
   for (auto [m, n, b] : {std::tuple{176, 176, 265}, {100, 100, 1000}, {257, 100, 5}, {200, 193, 5}, {256, 129, 5},
                          {300, 100, 2}})
     EXPECT_EQ(make_plan(dev, make_geqrf_desc(m, n, b)).algorithm, Algorithm::blocked) << m << " x " << n << " x " << b;
-  EXPECT_EQ(make_plan(dev, make_geqrf_desc(64, 64, 40)).algorithm, Algorithm::fused);
+  // At most 64 columns (the register kernel otherwise): m <= 64 within two waves, m <= 128
+  // within one.
+  for (auto [m, n, b] : {std::tuple{64, 64, 40}, {64, 64, 264}, {33, 33, 1}, {100, 48, 40}, {128, 64, 132}, {1, 50, 2},
+                         {50, 1, 2}})
+    EXPECT_EQ(make_plan(dev, make_geqrf_desc(m, n, b)).algorithm, Algorithm::cta) << m << " x " << n << " x " << b;
+  for (auto [m, n, b] : {std::tuple{64, 64, 265}, {100, 48, 133}, {129, 64, 40}, {200, 64, 40}, {300, 40, 2}})
+    EXPECT_EQ(make_plan(dev, make_geqrf_desc(m, n, b)).algorithm, Algorithm::fused) << m << " x " << n << " x " << b;
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(64, 64, 40)).cta.slots, 1);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(176, 176, 40)).cta.rows_per_lane, 24);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(176, 176, 40)).cta.slots, 3);
   PlanHints hints;
   hints.cta = 1;  // wherever a shape holds the matrix
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(64, 64, 1000), hints).algorithm, Algorithm::cta);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(200, 64, 40), hints).algorithm, Algorithm::cta);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(32, 32, 1000), hints).algorithm, Algorithm::warp);  // tiny: still a warp
   hints.cta = 0;
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(176, 176, 40), hints).algorithm, Algorithm::blocked);

@@ -193,7 +193,7 @@ TEST_F(UpdateKernels, PanelKernels) {
 }
 
 // geqr2_cta (the whole matrix in one CTA's registers) forced on every compiled shape (8 to
-// 32 rows per lane, two and three slots of 64 columns), each at its largest and at odd
+// 32 rows per lane, one to three slots of 64 columns), each at its largest and at odd
 // sizes, tall and wide, a single column, both layouts, padded strides, a batch beyond the
 // SM count; rank-deficient matrices (exactly zero columns: H = I) and matrices scaled far
 // from 1 (the FP64 reflector) beside ordinary ones.
@@ -203,6 +203,7 @@ TEST_F(UpdateKernels, CtaKernel) {
   const float scales[] = {1.0f, 1e-30f, 1e30f, 1e-18f, 1e18f};
   for (Layout layout : {Layout::row_major, Layout::col_major}) {
     for (auto [m, n] : {std::pair{64, 128}, {33, 70}, {64, 192}, {20, 190}, {128, 128}, {100, 100}, {128, 192},
+                        {64, 64}, {40, 33}, {120, 60}, {190, 50}, {256, 64}, {30, 64},
                         {65, 150}, {192, 128}, {150, 120}, {256, 128}, {250, 70}, {200, 3}, {176, 176}, {192, 192},
                         {181, 179}}) {
       const GeqrfDesc d = make_geqrf_desc(m, n, 5, layout);

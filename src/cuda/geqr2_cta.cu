@@ -12,7 +12,8 @@ namespace {
 struct Shape {
   int rpl, slots, warps;
 };
-constexpr Shape kShapes[] = {{8, 2, 16}, {8, 3, 16}, {16, 2, 16}, {16, 3, 16}, {24, 2, 16}, {32, 2, 16}, {24, 3, 16}};
+constexpr Shape kShapes[] = {{8, 1, 16},  {16, 1, 16}, {8, 2, 16},  {24, 1, 16}, {8, 3, 16},
+                             {32, 1, 16}, {16, 2, 16}, {16, 3, 16}, {24, 2, 16}, {32, 2, 16}, {24, 3, 16}};
 
 template <int RPL, int SLOTS, int NW>
 Status launch(Layout layout, const Geqr2CtaArgs& args, std::int64_t batch, cudaStream_t stream) {

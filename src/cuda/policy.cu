@@ -219,15 +219,22 @@ bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch) {
   return batch < dev.sm_count && m <= kFusedUpdateMaxRows;
 }
 
-bool cta_geqrf(const DeviceInfo& dev, int, int n, std::int64_t batch) {
+bool cta_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
   // Measured (docs/perf-notes.md v15; bench/geqrf_outer_sweep --cta 1|0, row-major, device
-  // time, ms, geqr2_cta / blocked): 176^2 x 1 0.157 / 0.214, x 40 0.172 / 0.235, x 132 0.173
-  // / 0.386, x 264 0.345 / 0.419, x 500 0.649 / 0.608, x 1000 1.29 / 1.07; 100^2 x 40 0.096 /
-  // 0.127, x 132 0.096 / 0.181, x 264 0.188 / 0.202, x 500 0.350 / 0.270, x 1000 0.695 / 0.462;
-  // 128^2 x 264 0.221 / 0.242, x 1000 0.854 / 0.496; 80^2 x 1000 0.556 / 0.270.
-  // One CTA per matrix holds an SM (512 threads of 128 registers): it wins while the batch
-  // fits in two waves. At most 64 columns the register kernel (fused) keeps them.
-  return n > 2 * kMaxPanelWidth && batch <= 2 * static_cast<std::int64_t>(dev.sm_count);
+  // time, ms, geqr2_cta / the previous choice). Past 64 columns against the blocked path:
+  // 176^2 x 1 0.157 / 0.214, x 40 0.172 / 0.235, x 132 0.173 / 0.386, x 264 0.345 / 0.419,
+  // x 500 0.649 / 0.608, x 1000 1.29 / 1.07; 100^2 x 40 0.096 / 0.127, x 132 0.096 / 0.181,
+  // x 264 0.188 / 0.202, x 500 0.350 / 0.270, x 1000 0.695 / 0.462; 128^2 x 264 0.221 /
+  // 0.242, x 1000 0.854 / 0.496; 80^2 x 1000 0.556 / 0.270. One CTA per matrix holds an SM
+  // (512 threads of 128 registers): it wins while the batch fits in two waves.
+  // At most 64 columns against the register kernel (fused), which keeps tall matrices:
+  // 33^2 x 1 0.025 / 0.034, x 264 0.032 / 0.049, x 1000 0.112 / 0.064; 64^2 x 1 0.044 /
+  // 0.062, x 40 0.048 / 0.068, x 264 0.055 / 0.081, x 1000 0.198 / 0.107; 100x48 x 40 0.043
+  // / 0.062; but 120x60 x 264 0.098 / 0.083, 200x64 x 40 0.092 / 0.085, 256x64 x 40 0.093 /
+  // 0.094, x 264 0.181 / 0.111.
+  const std::int64_t sms = dev.sm_count;
+  if (n > 2 * kMaxPanelWidth) return batch <= 2 * sms;
+  return (m <= 64 && batch <= 2 * sms) || (m <= 128 && batch <= sms);
 }
 
 GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& hints) {
@@ -241,7 +248,8 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     plan.batch_chunk = d.batch;
     return plan;
   }
-  // The whole matrix in one CTA's registers, warps owning columns (geqr2_cta).
+  // The whole matrix in one CTA's registers, warps owning columns (geqr2_cta): for few
+  // matrices, ahead of the register kernel below.
   plan.cta = hints.cta == 0 ? CtaConfig{} : geqr2_cta_config(dev, m, n);
   if (plan.cta.rows_per_lane > 0 && (hints.cta == 1 || cta_geqrf(dev, m, n, d.batch))) {
     plan.algorithm = Algorithm::cta;

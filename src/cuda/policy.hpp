@@ -175,7 +175,10 @@ bool stripe_update_for(const GeqrfPlan& plan, int rows, int ncols, std::int64_t 
 // Whether a one-level gemm plan applies each panel with larfb_fused (see GeqrfPlan).
 inline constexpr int kFusedUpdateMaxRows = 256;
 bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch);
-// Whether the policy factors an m x n matrix with geqr2_cta where a compiled shape holds it.
+// Whether the policy factors an m x n matrix with geqr2_cta where a compiled shape holds
+// it: past 64 columns while the batch fits in two waves (one CTA per SM); at most 64
+// columns, where the register kernel is the alternative, for m <= 64 within two waves and
+// m <= 128 within one.
 bool cta_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch);
 // Whether a panel goes to geqr2_wcol (where one of its configurations holds it).
 bool wcol_panel(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch);
