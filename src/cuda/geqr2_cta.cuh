@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(32 * NW, 1) geqr2_cta_kernel(const Geqr2CtaArg
     return x;
   };
 
-  // Reflector jn from slot K (this warp owns column jn, on lanes q == jn / 16 % 4): beta
+  // Reflector jn from slot K (this warp owns column jn, on lanes q == jn / NW % 4): beta
   // to sA, v (zero above jn, one on it) to sV[buf], tau and the scale to sTau[jn],
   // sScale[jn]. The registers keep x (FP32 path; the write-back scales it) or take v
   // (FP64 path, scale 1). Rows of the 32-row group of jn are masked, those above skipped.
