@@ -213,7 +213,7 @@ TEST_P(Gpu, BitwiseReproducible) {
 }
 
 TEST_P(Gpu, ZeroMatrixGivesZeroTau) {
-  for (int n : {16, 512}) {
+  for (int n : {16, 100, 512}) {  // warp, cta, blocked
     const GeqrfDesc d = make_geqrf_desc(n, n, 2);
     const std::vector<float> a(static_cast<std::size_t>(2) * n * n, 0.0f);
     const Result r = run(d, a);
@@ -225,7 +225,7 @@ TEST_P(Gpu, ZeroMatrixGivesZeroTau) {
 // Documented behaviour: NaN in a matrix makes that matrix's factors NaN; the others are
 // factored as if it were absent.
 TEST_P(Gpu, NaNStaysInItsMatrix) {
-  for (int n : {24, 600}) {
+  for (int n : {24, 100, 600}) {  // warp, cta, blocked
     const GeqrfDesc d = make_geqrf_desc(n, n, 3);
     auto a = test::generate_batch(d, Distribution::dense, 0.0, test::fresh_seed());
     auto clean = a;
