@@ -102,7 +102,6 @@ int main(int argc, char** argv) {
     } else if (arg == "--cta" && i + 1 < argc) {
       cta = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
       i += 2;
-
     } else if (arg == "--wcol" && i + 1 < argc) {
       panel.wcol = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
       i += 2;
