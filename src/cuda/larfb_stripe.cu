@@ -75,6 +75,47 @@ __device__ __forceinline__ void stripe_in(const MatrixView<L>& C, float* sC, int
       }
   }
 }
+// Rows r0 .. r0 + 7 of the stripe (those below `rows`) into shared memory by one warp,
+// as stripe_in lays them out: the rows a warp's phase-1 chunk reads, so that it can wait
+// for its own copies (cp.async groups) instead of a CTA barrier after the whole stripe.
+template <Layout L>
+__device__ __forceinline__ void stripe_chunk_in(const MatrixView<L>& C, float* sC, int r0, int rows, int cn, bool vec4) {
+  const int lane = threadIdx.x & 31;
+  if constexpr (L == Layout::row_major) {
+    if (vec4) {  // 8 rows x 8 float4 groups: two per lane
+      const int q = lane & 7;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = r0 + (lane >> 3) + 4 * h;
+        if (r >= rows) continue;
+        float* dst = sC + r * TN + (grp(r, q) << 2);
+        if (4 * q + 4 <= cn) {
+          async_copy16(dst, &C(r, 4 * q));
+        } else {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            if (4 * q + e < cn) async_copy(dst + e, &C(r, 4 * q + e));
+            else dst[e] = 0.0f;
+          }
+        }
+      }
+      return;
+    }
+    for (int r = r0; r < r0 + 8 && r < rows; ++r) {
+      if (lane < cn) async_copy(sC + swz(r, lane), &C(r, lane));
+      else sC[swz(r, lane)] = 0.0f;
+    }
+  } else {  // lanes on (row r0 + lane % 8, columns lane / 8 + 4 j): 32-byte column runs
+    const int r = r0 + (lane & 7);
+    if (r >= rows) return;
+#pragma unroll
+    for (int c = lane >> 3; c < TN; c += 4) {
+      if (c < cn) async_copy(sC + swz(r, c), &C(r, c));
+      else sC[swz(r, c)] = 0.0f;
+    }
+  }
+}
+
 template <Layout L>
 __device__ __forceinline__ void stripe_out(const MatrixView<L>& C, const float* sC, int rows, int cn, bool vec4) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -449,12 +490,23 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
   const int rows = sr.rows;
   const MatrixView<L> C = MatrixView<L>{p.a + mat * p.stride, p.ld}.offset(p.j0 + sr.row0, p.col0 + tile * TN);
   const float* vt = p.vt + mat * p.vt_stride + static_cast<std::int64_t>(sr.row0) * p.vt_ld;
-
-  stripe_in(C, sC, rows, cn, kDiet<K> && vec4);
-  async_wait();
-  __syncthreads();
+  // Phase 3's row pairs as float2 (row-major, 8-byte aligned)
+  const bool vec2 = L == Layout::row_major && reinterpret_cast<std::uintptr_t>(&C(0, 0)) % 8 == 0 && p.ld % 2 == 0;
 
   // --- phase 1: W = V^T C ----------------------------------------------------------------
+  // K = 64: each warp loads the stripe rows of its own chunks (rows 8 w .., + 64 per
+  // chunk), one chunk ahead with its V, so that the stripe's load overlaps phase 1 instead
+  // of preceding it; the barrier after phase 1 makes every row visible to phase 3. K = 32
+  // loads the stripe first (measured 1-3% faster there, docs/perf-notes.md v16).
+  constexpr bool kChunkIn = kDiet<K>;
+  if constexpr (!kChunkIn) {
+    stripe_in(C, sC, rows, cn, false);
+    async_wait();
+    __syncthreads();
+  }
+  auto chunk_in = [&](int r0) {
+    if constexpr (kChunkIn) stripe_chunk_in(C, sC, r0, rows, cn, vec4);
+  };
   float acc[MT][4][4];
 #pragma unroll
   for (int a = 0; a < MT; ++a)
@@ -477,11 +529,17 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
       else *reinterpret_cast<float4*>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);  // K-dim padding: zeros
     }
   };
-  if (8 * warp < rows) stage_v1(8 * warp, vbuf);
+  if (8 * warp < rows) {
+    stage_v1(8 * warp, vbuf);
+    chunk_in(8 * warp);
+  }
   async_commit();
   int chunk = 0;
   for (int r0 = 8 * warp; r0 < rows; r0 += 8 * kWarps, ++chunk) {
-    if (r0 + 8 * kWarps < rows) stage_v1(r0 + 8 * kWarps, vbuf + ((chunk + 1) & 1) * 8 * K);
+    if (r0 + 8 * kWarps < rows) {
+      stage_v1(r0 + 8 * kWarps, vbuf + ((chunk + 1) & 1) * 8 * K);
+      chunk_in(r0 + 8 * kWarps);
+    }
     async_commit();
     async_wait_group<1>();
     __syncwarp();
@@ -664,6 +722,8 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
         }
       }
     }
+    // Straight to global memory (no barrier, no pass back through shared memory): a
+    // quarter warp writes 32 contiguous bytes of a row (row-major) per instruction.
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
@@ -671,13 +731,17 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
         const int r = R + 16 * mt + g + 8 * h;
         if (r >= rows) continue;
 #pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
-          *reinterpret_cast<float2*>(sC + swz(r, 8 * nt + 2 * t)) = make_float2(d[mt][nt][2 * h], d[mt][nt][2 * h + 1]);
+        for (int nt = 0; nt < 4; ++nt) {
+          const int c = 8 * nt + 2 * t;
+          if (vec2 && c + 1 < cn) {
+            *reinterpret_cast<float2*>(&C(r, c)) = make_float2(d[mt][nt][2 * h], d[mt][nt][2 * h + 1]);
+          } else {
+            if (c < cn) C(r, c) = d[mt][nt][2 * h];
+            if (c + 1 < cn) C(r, c + 1) = d[mt][nt][2 * h + 1];
+          }
+        }
       }
   }
-  __syncthreads();
-
-  stripe_out(C, sC, rows, cn, kDiet<K> && vec4);
   cluster_exit<kSplit>();
 }
 
