@@ -10,6 +10,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/matrix_view.cuh"
 #include "cuda/mma_tf32.cuh"
+#include "cuda/wgmma_tf32.cuh"
 
 namespace batchqr::cuda {
 namespace {
@@ -477,6 +478,9 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
   float* sRed = sC + sr.cap * TN;                    // [kRedSlots][MT * 64][32] W partials; later W2, T (2-3)
   float* sW = sRed + kRedSlots * kMaxK * TN;         // [K][TN], plain
   float* sWsum = sW + kMaxK * TN;                    // kSplit: the cluster's W
+  // Phase 3 on wgmma (sm_90a, K = 64): B as 8 core matrices per k-step (wgmma_tf32.cuh)
+  constexpr bool kWgmma = kDiet<K> && BATCHQR_HAVE_WGMMA;
+  constexpr int kWgB = 8 * 32;                                   // floats of B per k-step
   std::uint32_t* sBb = reinterpret_cast<std::uint32_t*>(sRed);  // [KS][4][32][2] W2 big (over sRed)
   std::uint32_t* sBs = sBb + KS * 4 * 32 * 2;                   // W2 small
 
@@ -630,85 +634,124 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
 #pragma unroll
     for (int q = 0; q < K / 8; ++q) {
       const int k = w2_row<K>(warp, q);
-      const int tt = k / KQ, ks = (k % KQ) >> 1, h = k & 1, nt = lane >> 3, gg = lane & 7;
-      const int at = ((ks * 4 + nt) * 32 + 4 * gg + tt) * 2 + h;
+      const int tt = k / KQ, ks = (k % KQ) >> 1, h = k & 1;
+      int at;
+      if constexpr (kWgmma) {  // k-step ks, k index kl = tt + 4 h: core (n / 8, kl / 4) of wgmma_tf32.cuh
+        const int kl = tt + 4 * h;
+        at = ks * kWgB + (lane >> 3) * 64 + (kl >> 2) * 32 + (lane & 7) * 4 + (kl & 3);
+      } else {
+        at = ((ks * 4 + (lane >> 3)) * 32 + 4 * (lane & 7) + tt) * 2 + h;
+      }
       split_tf32(-w2[q], sBb[at], sBs[at]);  // -W2, so that the accumulators (C) become C - V W2
     }
   }
+#if BATCHQR_HAVE_WGMMA
+  if constexpr (kWgmma) fence_proxy_async_smem();  // B is read by wgmma (the async proxy)
+#endif
   __syncthreads();
 
-  // --- phase 3: C -= V W2, warp w on rows R = 32 w .. (+256 per pass) -----------------------
-  for (int R = 32 * warp; R < rows; R += NT) {
-    float d[2][4][4];
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
+  // --- phase 3: C -= V W2 ----------------------------------------------------------------
+  if constexpr (kWgmma) {
+#if BATCHQR_HAVE_WGMMA
+    // Warpgroup wg on 64-row tiles R = 64 wg .. (+128 per pass), warp wr on rows
+    // R + 16 wr + g (+8): 3 wgmma per k-step, all 24 issued before one wait; V's rows in
+    // float4 runs as in the mma.sync form below.
+    const int wr = warp & 3;
+    for (int R = 64 * (warp >> 2); R < rows; R += 128) {
+      float d[16];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int r = R + 16 * mt + g + 8 * h;
+        // rows past the stripe read its last row and take zeros, without a branch: wgmma
+        // wants the warpgroup converged (ptxas serializes it after divergent code)
+        const int r = R + 16 * wr + g + 8 * h, rc = min(r, rows - 1);
 #pragma unroll
-        for (int nt = 0; nt < 4; ++nt) {
-          float2 x = make_float2(0.0f, 0.0f);
-          if (r < rows) x = *reinterpret_cast<const float2*>(sC + swz(r, 8 * nt + 2 * t));
-          d[mt][nt][2 * h] = x.x;
-          d[mt][nt][2 * h + 1] = x.y;
+        for (int j = 0; j < 4; ++j) {
+          const float2 x = *reinterpret_cast<const float2*>(sC + swz(rc, 8 * j + 2 * t));
+          d[4 * j + 2 * h] = r < rows ? x.x : 0.0f;
+          d[4 * j + 2 * h + 1] = r < rows ? x.y : 0.0f;
         }
       }
-    if constexpr (!kDiet<K>) {
-#pragma unroll 2
-      for (int ks = 0; ks < KS; ++ks) {
-        std::uint32_t ab[2][4], as[2][4];
+      std::uint32_t ab[KS][4], as[KS][4];
 #pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
-          float2 v[2];
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = R + 16 * mt + g + 8 * h;
-            v[h] = r < rows ? __ldg(reinterpret_cast<const float2*>(vt + static_cast<std::int64_t>(r) * p.vt_ld +
-                                                                    KQ * t + 2 * ks))
-                            : make_float2(0.0f, 0.0f);
-          }
-          split_tf32(v[0].x, ab[mt][0], as[mt][0]);
-          split_tf32(v[1].x, ab[mt][1], as[mt][1]);
-          split_tf32(v[0].y, ab[mt][2], as[mt][2]);
-          split_tf32(v[1].y, ab[mt][3], as[mt][3]);
-        }
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) {
-          const int at = ((ks * 4 + nt) * 32 + lane) * 2;
-          const uint2 xb = *reinterpret_cast<const uint2*>(sBb + at);
-          const uint2 xs = *reinterpret_cast<const uint2*>(sBs + at);
-          const std::uint32_t bb[2] = {xb.x, xb.y}, bs[2] = {xs.x, xs.y};
-#pragma unroll
-          for (int mt = 0; mt < 2; ++mt) mma_3xtf32(d[mt][nt], ab[mt], as[mt], bb, bs);
-        }
-      }
-    } else {
-      // V's rows in float4 runs, each feeding two k-steps: a lane's 16 bytes of a row are
-      // then one half sector, not two quarters fetched by different k-steps.
-#pragma unroll 1
       for (int k2 = 0; k2 < KS; k2 += 2) {
-        float4 v[2][2];
+        float4 f[2];
 #pragma unroll
-        for (int mt = 0; mt < 2; ++mt)
+        for (int h = 0; h < 2; ++h) {
+          const int r = R + 16 * wr + g + 8 * h, rc = min(r, rows - 1);
+          f[h] = __ldg(reinterpret_cast<const float4*>(vt + static_cast<std::int64_t>(rc) * p.vt_ld + KQ * t + 2 * k2));
+          if (r >= rows) f[h] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+        split_tf32(f[0].x, ab[k2][0], as[k2][0]);
+        split_tf32(f[1].x, ab[k2][1], as[k2][1]);
+        split_tf32(f[0].y, ab[k2][2], as[k2][2]);
+        split_tf32(f[1].y, ab[k2][3], as[k2][3]);
+        split_tf32(f[0].z, ab[k2 + 1][0], as[k2 + 1][0]);
+        split_tf32(f[1].z, ab[k2 + 1][1], as[k2 + 1][1]);
+        split_tf32(f[0].w, ab[k2 + 1][2], as[k2 + 1][2]);
+        split_tf32(f[1].w, ab[k2 + 1][3], as[k2 + 1][3]);
+      }
+      wgmma_fence();
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = R + 16 * mt + g + 8 * h;
-            v[mt][h] = r < rows ? __ldg(reinterpret_cast<const float4*>(vt + static_cast<std::int64_t>(r) * p.vt_ld +
-                                                                        KQ * t + 2 * k2))
-                                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      for (int ks = 0; ks < KS; ++ks) {
+        const std::uint64_t bb = wgmma_desc(sBb + ks * kWgB, 128, 256), bs = wgmma_desc(sBs + ks * kWgB, 128, 256);
+        wgmma_m64n32k8_tf32(d, as[ks], bb);  // small products first, as mma_3xtf32
+        wgmma_m64n32k8_tf32(d, ab[ks], bs);
+        wgmma_m64n32k8_tf32(d, ab[ks], bb);
+      }
+      wgmma_commit();
+      wgmma_wait_all(d);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = R + 16 * wr + g + 8 * h;
+        if (r >= rows) continue;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int c = 8 * j + 2 * t;
+          if (vec2 && c + 1 < cn) {
+            *reinterpret_cast<float2*>(&C(r, c)) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+          } else {
+            if (c < cn) C(r, c) = d[4 * j + 2 * h];
+            if (c + 1 < cn) C(r, c + 1) = d[4 * j + 2 * h + 1];
           }
+        }
+      }
+    }
+#endif
+  } else {
+    // mma.sync: warp w on rows R = 32 w .. (+256 per pass)
+    for (int R = 32 * warp; R < rows; R += NT) {
+      float d[2][4][4];
 #pragma unroll
-        for (int kk = 0; kk < 2; ++kk) {
-          const int ks = k2 + kk;
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = R + 16 * mt + g + 8 * h;
+#pragma unroll
+          for (int nt = 0; nt < 4; ++nt) {
+            float2 x = make_float2(0.0f, 0.0f);
+            if (r < rows) x = *reinterpret_cast<const float2*>(sC + swz(r, 8 * nt + 2 * t));
+            d[mt][nt][2 * h] = x.x;
+            d[mt][nt][2 * h + 1] = x.y;
+          }
+        }
+      if constexpr (!kDiet<K>) {
+#pragma unroll 2
+        for (int ks = 0; ks < KS; ++ks) {
           std::uint32_t ab[2][4], as[2][4];
 #pragma unroll
           for (int mt = 0; mt < 2; ++mt) {
-            const float v0 = kk ? v[mt][0].z : v[mt][0].x, v0b = kk ? v[mt][0].w : v[mt][0].y;
-            const float v1 = kk ? v[mt][1].z : v[mt][1].x, v1b = kk ? v[mt][1].w : v[mt][1].y;
-            split_tf32(v0, ab[mt][0], as[mt][0]);
-            split_tf32(v1, ab[mt][1], as[mt][1]);
-            split_tf32(v0b, ab[mt][2], as[mt][2]);
-            split_tf32(v1b, ab[mt][3], as[mt][3]);
+            float2 v[2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int r = R + 16 * mt + g + 8 * h;
+              v[h] = r < rows ? __ldg(reinterpret_cast<const float2*>(vt + static_cast<std::int64_t>(r) * p.vt_ld +
+                                                                      KQ * t + 2 * ks))
+                              : make_float2(0.0f, 0.0f);
+            }
+            split_tf32(v[0].x, ab[mt][0], as[mt][0]);
+            split_tf32(v[1].x, ab[mt][1], as[mt][1]);
+            split_tf32(v[0].y, ab[mt][2], as[mt][2]);
+            split_tf32(v[1].y, ab[mt][3], as[mt][3]);
           }
 #pragma unroll
           for (int nt = 0; nt < 4; ++nt) {
@@ -720,27 +763,66 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
             for (int mt = 0; mt < 2; ++mt) mma_3xtf32(d[mt][nt], ab[mt], as[mt], bb, bs);
           }
         }
-      }
-    }
-    // Straight to global memory (no barrier, no pass back through shared memory): a
-    // quarter warp writes 32 contiguous bytes of a row (row-major) per instruction.
+      } else {
+        // V's rows in float4 runs, each feeding two k-steps: a lane's 16 bytes of a row are
+        // then one half sector, not two quarters fetched by different k-steps.
+#pragma unroll 1
+        for (int k2 = 0; k2 < KS; k2 += 2) {
+          float4 v[2][2];
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
+          for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = R + 16 * mt + g + 8 * h;
-        if (r >= rows) continue;
+            for (int h = 0; h < 2; ++h) {
+              const int r = R + 16 * mt + g + 8 * h;
+              v[mt][h] = r < rows ? __ldg(reinterpret_cast<const float4*>(vt + static_cast<std::int64_t>(r) * p.vt_ld +
+                                                                          KQ * t + 2 * k2))
+                                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            }
 #pragma unroll
-        for (int nt = 0; nt < 4; ++nt) {
-          const int c = 8 * nt + 2 * t;
-          if (vec2 && c + 1 < cn) {
-            *reinterpret_cast<float2*>(&C(r, c)) = make_float2(d[mt][nt][2 * h], d[mt][nt][2 * h + 1]);
-          } else {
-            if (c < cn) C(r, c) = d[mt][nt][2 * h];
-            if (c + 1 < cn) C(r, c + 1) = d[mt][nt][2 * h + 1];
+          for (int kk = 0; kk < 2; ++kk) {
+            const int ks = k2 + kk;
+            std::uint32_t ab[2][4], as[2][4];
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+              const float v0 = kk ? v[mt][0].z : v[mt][0].x, v0b = kk ? v[mt][0].w : v[mt][0].y;
+              const float v1 = kk ? v[mt][1].z : v[mt][1].x, v1b = kk ? v[mt][1].w : v[mt][1].y;
+              split_tf32(v0, ab[mt][0], as[mt][0]);
+              split_tf32(v1, ab[mt][1], as[mt][1]);
+              split_tf32(v0b, ab[mt][2], as[mt][2]);
+              split_tf32(v1b, ab[mt][3], as[mt][3]);
+            }
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt) {
+              const int at = ((ks * 4 + nt) * 32 + lane) * 2;
+              const uint2 xb = *reinterpret_cast<const uint2*>(sBb + at);
+              const uint2 xs = *reinterpret_cast<const uint2*>(sBs + at);
+              const std::uint32_t bb[2] = {xb.x, xb.y}, bs[2] = {xs.x, xs.y};
+#pragma unroll
+              for (int mt = 0; mt < 2; ++mt) mma_3xtf32(d[mt][nt], ab[mt], as[mt], bb, bs);
+            }
           }
         }
       }
+      // Straight to global memory (no barrier, no pass back through shared memory): a
+      // quarter warp writes 32 contiguous bytes of a row (row-major) per instruction.
+#pragma unroll
+      for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = R + 16 * mt + g + 8 * h;
+          if (r >= rows) continue;
+#pragma unroll
+          for (int nt = 0; nt < 4; ++nt) {
+            const int c = 8 * nt + 2 * t;
+            if (vec2 && c + 1 < cn) {
+              *reinterpret_cast<float2*>(&C(r, c)) = make_float2(d[mt][nt][2 * h], d[mt][nt][2 * h + 1]);
+            } else {
+              if (c < cn) C(r, c) = d[mt][nt][2 * h];
+              if (c + 1 < cn) C(r, c + 1) = d[mt][nt][2 * h + 1];
+            }
+          }
+        }
+    }
   }
   cluster_exit<kSplit>();
 }

@@ -1,0 +1,72 @@
+// Internal: Hopper warpgroup MMA (wgmma.mma_async, sm_90a only) for TF32 products of shape
+// m64n32k8: A (64 x 8) from registers, B (8 x 32) from shared memory, K-major, no swizzle.
+//
+// BATCHQR_HAVE_WGMMA is 1 in device code compiled for sm_90a (and 0 elsewhere: other
+// architectures, and the host pass), where callers keep their mma.sync form.
+//
+// Fragments (warp w of the warpgroup, g = lane / 4, t = lane % 4), as mma.sync m16n8k8 per
+// warp on rows 16 w ..:
+//   A: a0 (16 w + g, t)  a1 (16 w + g + 8, t)  a2 (16 w + g, t + 4)  a3 (16 w + g + 8, t + 4)
+//   D: d[4 j + 2 h + e] = (16 w + g + 8 h, 8 j + 2 t + e), j = 0..3 (column blocks of 8)
+// B in shared memory as core matrices of 8 (n) rows x 4 (k) floats, 128 contiguous bytes
+// each: core (n / 8, k / 4) at (n / 8) * sbo + (k / 4) * lbo bytes from the descriptor's
+// start, row n % 8 at 16 (n % 8) bytes, k % 4 at 4 (k % 4).
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/mbarrier.cuh"  // smem_address
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define BATCHQR_HAVE_WGMMA 1
+#else
+#define BATCHQR_HAVE_WGMMA 0
+#endif
+
+namespace batchqr::cuda {
+
+#if BATCHQR_HAVE_WGMMA
+
+// Shared-memory matrix descriptor: start, leading (K-direction) and stride (N-direction)
+// byte offsets between core matrices, each in units of 16 bytes; swizzle mode 0 (none).
+__device__ __forceinline__ std::uint64_t wgmma_desc(const void* start, unsigned lbo_bytes, unsigned sbo_bytes) {
+  return static_cast<std::uint64_t>((smem_address(start) & 0x3ffffu) >> 4) |
+         (static_cast<std::uint64_t>(lbo_bytes >> 4) << 16) | (static_cast<std::uint64_t>(sbo_bytes >> 4) << 32);
+}
+
+// Orders this thread's register writes (A, D) before the wgmma that read them.
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+
+// Waits for every committed wgmma; d is named so that no read of it moves above the wait.
+__device__ __forceinline__ void wgmma_wait_all(float (&d)[16]) {
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+               :
+               : "memory");
+}
+
+// d += A B (A: TF32 bit patterns in registers; B: descriptor), issued asynchronously.
+__device__ __forceinline__ void wgmma_m64n32k8_tf32(float (&d)[16], const std::uint32_t (&a)[4], std::uint64_t desc_b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %21, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+      "{%16, %17, %18, %19}, %20, p, 1, 1;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1)
+      : "memory");
+}
+
+// Makes this thread's generic-proxy shared-memory writes visible to wgmma's async proxy
+// (then a barrier before the wgmma that read them).
+__device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+#endif  // BATCHQR_HAVE_WGMMA
+
+}  // namespace batchqr::cuda
