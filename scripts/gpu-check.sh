@@ -86,6 +86,11 @@ if [ $run_san = 1 ]; then
   timeout 100 compute-sanitizer --tool synccheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 1 --outer 32 \
     --layout row --reps 1 176 176 2 90 140 2 >>"$L" 2>&1
   note "synccheck (geqr2_cta): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
+  # geqr2_chol's warps meet its named barrier from different code (both panel forms), and
+  # larfb_stripe's phase 3 runs on wgmma (sm_90a) at K = 64.
+  timeout 100 compute-sanitizer --tool synccheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 64 \
+    --stripe 2 --layout row --reps 1 300 300 2 1100 40 1 >>"$L" 2>&1
+  note "synccheck (geqr2_chol, larfb_stripe on wgmma): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   if [ $run_race = 1 ]; then
     # Not geqr2_cta (--cta 0): racecheck does not follow its mbarrier hand-offs and reports
     # every store and load of its ring of v buffers (docs/perf-notes.md v15).
@@ -100,9 +105,11 @@ if [ $run_san = 1 ]; then
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 32 \
       --fused-update 1 --stripe 0 --reps 1 100 100 2 >>"$L" 2>&1
     note "racecheck (blocked, larfb_fused): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
-    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 64 \
-      --stripe 2 --layout row --reps 1 200 200 2 >>"$L" 2>&1
-    note "racecheck (blocked, larfb_stripe 3xTF32): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
+    for lay in row col; do
+      timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 64 \
+        --stripe 2 --layout $lay --reps 1 200 200 2 >>"$L" 2>&1
+      note "racecheck (blocked, larfb_stripe 3xTF32, $lay): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
+    done
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 32 \
       --stripe 1 --reps 1 150 150 2 1100 64 1 >>"$L" 2>&1
     note "racecheck (larfb_stripe FP32, cluster panel): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"

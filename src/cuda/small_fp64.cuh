@@ -38,8 +38,11 @@ BATCHQR_SMALL_FN double recip(double x) {
 #ifdef __CUDACC__
 // `count` threads of the CTA meet at barrier `id`. Every thread that meets barrier 0 this
 // way must give the same count (`bar.sync 0` without one faulted beside `bar.sync 0, 256`).
+// The warps meet it from different places (cholesky_r, cholesky_rit, idle steps), so the
+// non-aligned form: `bar.sync` is `barrier.sync.aligned`, which requires one instruction
+// for all (compute-sanitizer synccheck reported the divergence).
 BATCHQR_SMALL_FN void named_barrier(int id, int count) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+  asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 #endif
 
