@@ -467,7 +467,11 @@ __device__ __forceinline__ int v1_swizzle(int r) {
 //     k = KL g + 2 mt (+1), n-tile nt column g is c = 4 g + nt;
 //   phase 3, C -= V W2 on 32-row x 32-column warp tiles: k-step ks column t (+4) is
 //     k = KQ t + 2 ks (+1); n-tile nt column g is c = 8 nt + g.
-// -W2 is stored split (big, small) in the order phase 3 reads its B fragments.
+// -W2 is stored split (big, small) in the order phase 3 reads its B fragments. Built for
+// sm_90a, phase 3 of K = 64 runs on wgmma instead (64-row warpgroup tiles, the same k
+// order, B as core matrices: wgmma_tf32.cuh); measured equal in row-major and 4% faster
+// overall in column-major (docs/perf-notes.md v16). K = 64 stripes are loaded a chunk of
+// rows per warp ahead of phase 1; phase 3 writes C straight to global memory.
 template <Layout L, int K, bool kSplit>
 __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOperands p, const bool vec4, const bool vec_t) {
   static_assert(K == 32 || K == 64, "whole m16 tiles of W");
