@@ -527,26 +527,56 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
   // from L2 into the registers that the next MMAs wait on.
   float* vbuf = sRed + warp * 2 * 8 * K;
   static_assert(kWarps * 2 * 8 * K <= kRedSlots * kMaxK * TN, "the V stages fit sRed");
-  auto stage_v1 = [&](int r0, float* buf) {
-    constexpr int G = K / 4;  // float4 groups per row
+  // The copies' per-lane address parts are the same in every chunk (chunks advance by 64
+  // rows; the swizzles repeat every 8): computed once, so that a chunk's copies cost a
+  // pointer step each instead of their address arithmetic.
+  constexpr int G = K / 4, VJ = 8 * G / 32, VR = 32 / G;  // float4 groups per V row, copies per lane, rows per round
+  int vdst[VJ];
 #pragma unroll
-    for (int j = 0; j < 8 * G / 32; ++j) {
-      const int i = lane + 32 * j, r = i / G, q = i % G;
-      float* dst = buf + r * K + 4 * (q ^ v1_swizzle<K>(r));
-      if (r0 + r < rows) async_copy16(dst, vt + static_cast<std::int64_t>(r0 + r) * p.vt_ld + 4 * q);
+  for (int j = 0; j < VJ; ++j) {
+    const int r = lane / G + VR * j;
+    vdst[j] = r * K + 4 * ((lane % G) ^ v1_swizzle<K>(r));
+  }
+  const std::int64_t vstep = static_cast<std::int64_t>(VR) * p.vt_ld;
+  const float* vsrc0 = vt + static_cast<std::int64_t>(8 * warp + lane / G) * p.vt_ld + 4 * (lane % G);
+  auto stage_v1 = [&](int r0, float* buf) {
+    const float* src = vsrc0 + static_cast<std::int64_t>(r0 - 8 * warp) * p.vt_ld;
+#pragma unroll
+    for (int j = 0; j < VJ; ++j) {
+      float* dst = buf + vdst[j];
+      if (r0 + lane / G + VR * j < rows) async_copy16(dst, src + j * vstep);
       else *reinterpret_cast<float4*>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);  // K-dim padding: zeros
+    }
+  };
+  // Row-major stripes of whole float4 groups: this lane's rows r0 + lane / 8 (+4), group
+  // lane % 8, the same way (stripe_chunk_in otherwise).
+  const int crow = lane >> 3, cq = lane & 7;
+  const int cdst = crow * TN + (grp(crow, cq) << 2);  // grp(r, .) depends on r % 4 only
+  const bool c_fast = L == Layout::row_major && vec4 && 4 * cq + 4 <= cn;
+  auto chunk_fast = [&](int r0) {
+    if constexpr (L == Layout::row_major) {
+      const float* src = &C(r0 + crow, 4 * cq);
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        if (r0 + crow + 4 * h < rows) async_copy16(sC + r0 * TN + cdst + 4 * h * TN, src + 4 * h * p.ld);
+    }
+  };
+  auto chunk_copy = [&](int r0) {
+    if constexpr (kChunkIn) {
+      if (c_fast) chunk_fast(r0);
+      else chunk_in(r0);
     }
   };
   if (8 * warp < rows) {
     stage_v1(8 * warp, vbuf);
-    chunk_in(8 * warp);
+    chunk_copy(8 * warp);
   }
   async_commit();
   int chunk = 0;
   for (int r0 = 8 * warp; r0 < rows; r0 += 8 * kWarps, ++chunk) {
     if (r0 + 8 * kWarps < rows) {
       stage_v1(r0 + 8 * kWarps, vbuf + ((chunk + 1) & 1) * 8 * K);
-      chunk_in(r0 + 8 * kWarps);
+      chunk_copy(r0 + 8 * kWarps);
     }
     async_commit();
     async_wait_group<1>();
