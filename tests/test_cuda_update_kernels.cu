@@ -18,6 +18,7 @@
 #include "cuda/geqrf_device.hpp"
 #include "cuda/mma_tf32.cuh"
 #include "cuda/policy.hpp"
+#include "cuda/tensor_map.hpp"
 #include "test_util.hpp"
 
 namespace batchqr::test {
@@ -122,6 +123,21 @@ GeqrfDesc padded(int m, int n, std::int64_t batch, Layout layout) {
   d.ld += 3;  // padding after every row or column, and between matrices (never written)
   d.stride = (layout == Layout::col_major ? n : m) * d.ld + 5;
   return d;
+}
+
+// The TMA form of larfb_stripe (K = 64, row-major) needs its tensor maps: they encode for
+// the layouts it is given (16-byte rows and matrices) and are refused otherwise, which
+// sends the stripe to its cp.async form (Stripe, padded cases).
+TEST_F(UpdateKernels, TensorMapsEncode) {
+  float* a = nullptr;
+  ASSERT_EQ(cudaMalloc(&a, sizeof(float) * 4 * 520 * 520), cudaSuccess);
+  CUtensorMap map;
+  EXPECT_TRUE(cuda::encode_tensor_map_3d(&map, a, 520, 520, 4, 520 * 4, 520 * 520 * 4, 32, 8));
+  EXPECT_TRUE(cuda::encode_tensor_map_3d(&map, a, 64, 300, 4, 64 * 4, 64 * 520 * 4, 32, 8));
+  EXPECT_FALSE(cuda::encode_tensor_map_3d(&map, a, 500, 500, 4, 503 * 4, 503 * 500 * 4, 32, 8));  // rows 2012 bytes apart
+  EXPECT_FALSE(cuda::encode_tensor_map_3d(&map, a + 1, 520, 520, 4, 520 * 4, 520 * 520 * 4, 32, 8));  // base 4-byte aligned
+  EXPECT_FALSE(cuda::encode_tensor_map_3d(&map, a, 520, 520, 4, 520 * 4, 520 * 520 * 4, 64, 8));  // box rows of 256 bytes
+  cudaFree(a);
 }
 
 // larfb_stripe in both maths: one level (K = 32), two level (K = 32 inside the block, 64

@@ -10,6 +10,8 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/matrix_view.cuh"
 #include "cuda/mma_tf32.cuh"
+#include "cuda/tensor_map.hpp"
+#include "cuda/tma.cuh"
 #include "cuda/wgmma_tf32.cuh"
 
 namespace batchqr::cuda {
@@ -20,6 +22,15 @@ constexpr int NT = 256;     // threads per CTA: 8 warps
 constexpr int kWarps = NT / 32;
 constexpr int kRedSlots = kWarps / 2;  // W partials parked during the tree sum
 constexpr int kMaxK = 64;
+// The TMA form's shared memory beyond larfb_stripe_smem_bytes: alignment to 1024 bytes,
+// the stripe rounded up to 8 rows, two mbarriers per warp.
+constexpr std::size_t kStripeTmaExtra = 1024 + 7 * TN * sizeof(float) + 2 * kWarps * sizeof(std::uint64_t);
+
+// Tensor maps of V^T (rows of K floats) and of the matrices, for the TMA form (unused
+// otherwise).
+struct StripeMaps {
+  CUtensorMap v, c;
+};
 // The instruction diet (float4 stripe and T copies, V in float4 runs in phase 3, T^T W
 // balanced over the warps) for K = 64 only: measured faster there (512x640, 1024x60,
 // 2048x8), but slower for K = 32 alone (one-level plans, 300x1000 +7%; docs/perf-notes.md v12).
@@ -29,11 +40,18 @@ constexpr bool kDiet = K == 64;
 // Shared memory holds TN-float rows (the stripe, W2) with their eight float4 groups
 // permuted per row: group q of row r sits at q ^ 2 (r & 3). The tensor-core fragments
 // (lanes 4g + t on rows t and t + 4, or on rows g) then read without bank conflicts.
-__device__ __forceinline__ int grp(int r, int q) { return (q ^ ((r & 3) << 1)) & 7; }
-__device__ __forceinline__ int swz(int r, int c) { return r * TN + (grp(r, c >> 2) << 2) + (c & 3); }
+// kTma: the stripe as the tensor memory accelerator's 128-byte swizzle lays it out, group
+// q of row r at q ^ (r & 7) (phase 1 then pairs lanes with rows 2t, 2t + 1).
+template <bool kTma = false>
+__device__ __forceinline__ int grp(int r, int q) {
+  return kTma ? (q ^ (r & 7)) : (q ^ ((r & 3) << 1)) & 7;
+}
+template <bool kTma = false>
+__device__ __forceinline__ int swz(int r, int c) { return r * TN + (grp<kTma>(r, c >> 2) << 2) + (c & 3); }
 
+template <bool kTma = false>
 __device__ __forceinline__ float4 ld4(const float* s, int r, int c4) {
-  return *reinterpret_cast<const float4*>(s + r * TN + (grp(r, c4) << 2));
+  return *reinterpret_cast<const float4*>(s + r * TN + (grp<kTma>(r, c4) << 2));
 }
 __device__ __forceinline__ void st4(float* s, int r, int c4, float4 v) {
   *reinterpret_cast<float4*>(s + r * TN + (grp(r, c4) << 2)) = v;
@@ -308,7 +326,8 @@ __device__ __forceinline__ void t_times_w(const float* sT, const float* sW, floa
 // tree. Phase 3 (C -= V W2) gives each thread a 4-row x 8-column block of C per pass of
 // 256 rows: rows 32 w + 4 (lane / 4) .., columns 8 (lane % 4) ...
 template <Layout L, int K, bool kSplit>
-__global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands p, const bool vec4, const bool vec_t) {
+__global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands p, const bool vec4, const bool vec_t,
+                                                             const __grid_constant__ StripeMaps) {
   static_assert(K == 32 || K == 64, "K / 8 rows of W per lane, read as float4");
   constexpr int KT = K / 8;
   extern __shared__ __align__(16) float smem[];
@@ -472,14 +491,23 @@ __device__ __forceinline__ int v1_swizzle(int r) {
 // order, B as core matrices: wgmma_tf32.cuh); measured equal in row-major and 4% faster
 // overall in column-major (docs/perf-notes.md v16). K = 64 stripes are loaded a chunk of
 // rows per warp ahead of phase 1; phase 3 writes C straight to global memory.
-template <Layout L, int K, bool kSplit>
-__global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOperands p, const bool vec4, const bool vec_t) {
+// kTma (K = 64, row-major, one CTA, where the host's tensor maps encode): each chunk's V
+// and stripe rows arrive by three TMA loads instead of per-thread cp.async, in the TMA's
+// 128-byte swizzle (grp<true>), with the lane-to-row and lane-to-k pairings of phase 1
+// changed to read it without bank conflicts (measured 2-3.5% faster overall, v17).
+template <Layout L, int K, bool kSplit, bool kTma>
+__global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOperands p, const bool vec4, const bool vec_t,
+                                                                const __grid_constant__ StripeMaps maps) {
   static_assert(K == 32 || K == 64, "whole m16 tiles of W");
+  static_assert(!kTma || (K == 64 && !kSplit && L == Layout::row_major), "TMA loads: K = 64, row-major, one CTA");
   constexpr int MT = K / 16, KL = K / 8, KQ = K / 4, KS = K / 8;
   extern __shared__ __align__(16) float smem[];
   const StripeRows sr = stripe_rows<kSplit>(p.rows);
-  float* sC = smem;                                  // [rows][TN], swizzled
-  float* sRed = sC + sr.cap * TN;                    // [kRedSlots][MT * 64][32] W partials; later W2, T (2-3)
+  // kTma: the stripe and the V stages start 1024-byte aligned (the 128-byte swizzle's
+  // period), the stripe rounded up to whole 8-row boxes (kStripeTmaExtra bytes in all).
+  float* sC = smem + (kTma ? ((1024u - (smem_address(smem) & 1023u)) & 1023u) / sizeof(float) : 0);  // [rows][TN], swizzled
+  const int cap = kTma ? (sr.cap + 7) / 8 * 8 : sr.cap;
+  float* sRed = sC + cap * TN;                       // [kRedSlots][MT * 64][32] W partials; later W2, T (2-3)
   float* sW = sRed + kRedSlots * kMaxK * TN;         // [K][TN], plain
   float* sWsum = sW + kMaxK * TN;                    // kSplit: the cluster's W
   // Phase 3 on wgmma (sm_90a, K = 64): B as 8 core matrices per k-step (wgmma_tf32.cuh)
@@ -506,6 +534,75 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
   // chunk), one chunk ahead with its V, so that the stripe's load overlaps phase 1 instead
   // of preceding it; the barrier after phase 1 makes every row visible to phase 3. K = 32
   // loads the stripe first (measured 1-3% faster there, docs/perf-notes.md v16).
+  float acc[MT][4][4];
+#pragma unroll
+  for (int a = 0; a < MT; ++a)
+#pragma unroll
+    for (int b = 0; b < 4; ++b)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[a][b][e] = 0.0f;
+  if constexpr (kTma) {
+    // kTma: per warp and chunk, one elected lane loads V's 8 rows (two 32-column boxes) and
+    // the stripe's 8 rows (one box) with three TMA instructions, completing on the stage's
+    // mbarrier, one chunk ahead. Lane (g, t) takes rows 2t + h of the chunk (k index t +
+    // 4h of the MMA) and, of V, columns 4g .. 4g + 3 of each box (m-tile mt row g is k =
+    // 4g + mt, row g + 8 is k = 32 + 4g + mt), so that its reads of both swizzled boxes
+    // fall in distinct banks.
+    std::uint64_t* bar = reinterpret_cast<std::uint64_t*>(sRed + kRedSlots * kMaxK * TN + kMaxK * TN) + 2 * warp;
+    float* vstage = sRed + warp * 2 * 8 * K;  // two stages of 2 KB, 1024-byte aligned
+    if (lane == 0) {
+      mbarrier_init(bar, 1);
+      mbarrier_init(bar + 1, 1);
+      mbarrier_init_fence();
+    }
+    __syncwarp();
+    const int ccol = p.col0 + tile * TN, m32 = static_cast<int>(mat);
+    auto issue = [&](int r0, int st) {
+      if (lane == 0) {
+        fence_proxy_async_shared();  // this warp's reads of the stage (two chunks ago) come first
+        mbarrier_arrive_expect_tx(bar + st, (2 * 8 * 32 + 8 * TN) * sizeof(float));
+        float* vdst = vstage + st * 8 * K;
+        tma_load_3d(vdst, &maps.v, 0, r0, m32, bar + st);
+        tma_load_3d(vdst + 8 * 32, &maps.v, 32, r0, m32, bar + st);
+        tma_load_3d(sC + r0 * TN, &maps.c, ccol, p.j0 + r0, m32, bar + st);
+      }
+    };
+    if (8 * warp < rows) issue(8 * warp, 0);
+    int chunk = 0;
+    for (int r0 = 8 * warp; r0 < rows; r0 += 8 * kWarps, ++chunk) {
+      if (r0 + 8 * kWarps < rows) issue(r0 + 8 * kWarps, (chunk + 1) & 1);
+      mbarrier_wait(bar + (chunk & 1), (chunk >> 1) & 1);
+      const float* vs = vstage + (chunk & 1) * 8 * K;
+      float va[2][8], cb[2][4];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int rho = 2 * t + h, off = rho * 32 + ((g ^ rho) << 2);  // rows past the stripe: zeros (TMA)
+        const float4 f0 = *reinterpret_cast<const float4*>(vs + off);
+        const float4 f1 = *reinterpret_cast<const float4*>(vs + 8 * 32 + off);
+        const float4 c = *reinterpret_cast<const float4*>(sC + r0 * TN + off);
+        va[h][0] = f0.x; va[h][1] = f0.y; va[h][2] = f0.z; va[h][3] = f0.w;
+        va[h][4] = f1.x; va[h][5] = f1.y; va[h][6] = f1.z; va[h][7] = f1.w;
+        cb[h][0] = c.x; cb[h][1] = c.y; cb[h][2] = c.z; cb[h][3] = c.w;
+      }
+      std::uint32_t bb[4][2], bs[4][2];
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        split_tf32(cb[0][nt], bb[nt][0], bs[nt][0]);
+        split_tf32(cb[1][nt], bb[nt][1], bs[nt][1]);
+      }
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        std::uint32_t ab[4], as[4];
+        split_tf32(va[0][mt], ab[0], as[0]);
+        split_tf32(va[0][4 + mt], ab[1], as[1]);
+        split_tf32(va[1][mt], ab[2], as[2]);
+        split_tf32(va[1][4 + mt], ab[3], as[3]);
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) mma_3xtf32(acc[mt][nt], ab, as, bb[nt], bs[nt]);
+      }
+      __syncwarp();  // the stage is refilled by the chunk after next
+    }
+  } else {
   constexpr bool kChunkIn = kDiet<K>;
   if constexpr (!kChunkIn) {
     stripe_in(C, sC, rows, cn, false);
@@ -515,13 +612,6 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
   auto chunk_in = [&](int r0) {
     if constexpr (kChunkIn) stripe_chunk_in(C, sC, r0, rows, cn, vec4);
   };
-  float acc[MT][4][4];
-#pragma unroll
-  for (int a = 0; a < MT; ++a)
-#pragma unroll
-    for (int b = 0; b < 4; ++b)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[a][b][e] = 0.0f;
   // V reaches the fragments through a warp-private two-stage buffer in sRed (free until
   // the tree sum), one chunk of the warp's 8 rows ahead (cp.async), instead of straight
   // from L2 into the registers that the next MMAs wait on.
@@ -620,6 +710,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
     }
     __syncwarp();  // the stage is refilled by the next chunk's copies
   }
+  }  // kTma
   async_wait();
   __syncthreads();  // sRed: from stage buffers to the tree sum's slots
 
@@ -656,8 +747,14 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
       for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int k = KL * g + 2 * mt + (e >> 1), c = 4 * (2 * t + (e & 1)) + nt;
-          sW[k * TN + (c ^ g)] = acc[mt][nt][e];  // g = (k / KL) & 7: conflict-free stores
+          const int c = 4 * (2 * t + (e & 1)) + nt;
+          if constexpr (kTma) {
+            const int k = (e >> 1) ? 32 + 4 * g + mt : 4 * g + mt;
+            sW[k * TN + (c ^ ((k / KL) & 7))] = acc[mt][nt][e];  // 2-way conflicts, once per CTA
+          } else {
+            const int k = KL * g + 2 * mt + (e >> 1);
+            sW[k * TN + (c ^ g)] = acc[mt][nt][e];  // g = (k / KL) & 7: conflict-free stores
+          }
         }
   const float* sWall = cluster_sum_w<kSplit, K>(sW, sWsum);
 
@@ -700,7 +797,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
         const int r = R + 16 * wr + g + 8 * h, rc = min(r, rows - 1);
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const float2 x = *reinterpret_cast<const float2*>(sC + swz(rc, 8 * j + 2 * t));
+          const float2 x = *reinterpret_cast<const float2*>(sC + swz<kTma>(rc, 8 * j + 2 * t));
           d[4 * j + 2 * h] = r < rows ? x.x : 0.0f;
           d[4 * j + 2 * h + 1] = r < rows ? x.y : 0.0f;
         }
@@ -763,7 +860,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
 #pragma unroll
           for (int nt = 0; nt < 4; ++nt) {
             float2 x = make_float2(0.0f, 0.0f);
-            if (r < rows) x = *reinterpret_cast<const float2*>(sC + swz(r, 8 * nt + 2 * t));
+            if (r < rows) x = *reinterpret_cast<const float2*>(sC + swz<kTma>(r, 8 * nt + 2 * t));
             d[mt][nt][2 * h] = x.x;
             d[mt][nt][2 * h + 1] = x.y;
           }
@@ -861,9 +958,13 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
   cluster_exit<kSplit>();
 }
 
+// The TMA form exists for K = 64 row-major stripes in one CTA, in 3xTF32.
 template <Layout L, int K, StripeMath M, bool kSplit>
+constexpr bool kHasTma = M == StripeMath::tf32x3 && K == 64 && L == Layout::row_major && !kSplit;
+
+template <Layout L, int K, StripeMath M, bool kSplit, bool kTma = false>
 constexpr auto kernel() {
-  if constexpr (M == StripeMath::tf32x3) return larfb_stripe_tc_kernel<L, K, kSplit>;
+  if constexpr (M == StripeMath::tf32x3) return larfb_stripe_tc_kernel<L, K, kSplit, kTma && kHasTma<L, K, M, kSplit>>;
   else return larfb_stripe_kernel<L, K, kSplit>;
 }
 
@@ -876,13 +977,30 @@ Status launch(const LarfbOperands& p, std::int64_t batch, cudaStream_t stream) {
   const bool vec4 = kDiet<K> && L == Layout::row_major && reinterpret_cast<std::uintptr_t>(p.a) % 16 == 0 && p.ld % 4 == 0 &&
       p.stride % 4 == 0 && p.col0 % 4 == 0;
   const bool vec_t = kDiet<K> && reinterpret_cast<std::uintptr_t>(p.t) % 16 == 0 && p.t_ld % 4 == 0 && p.t_stride % 4 == 0;
+  StripeMaps maps{};
   if (S == 1) {
-    kernel<L, K, M, false>()<<<grid, NT, smem, stream>>>(p, vec4, vec_t);
+    // The TMA form where its tensor maps encode (16-byte aligned rows and matrices: as vec4).
+    if constexpr (kHasTma<L, K, M, false>) {
+      const auto b = static_cast<std::uint64_t>(batch);
+      if (vec4 &&
+          encode_tensor_map_3d(&maps.v, p.vt, K, static_cast<std::uint64_t>(p.rows), b,
+                               static_cast<std::uint64_t>(p.vt_ld) * sizeof(float),
+                               static_cast<std::uint64_t>(p.vt_stride) * sizeof(float), 32, 8) &&
+          encode_tensor_map_3d(&maps.c, p.a, static_cast<std::uint64_t>(p.col0 + p.ncols),
+                               static_cast<std::uint64_t>(p.j0 + p.rows), b,
+                               static_cast<std::uint64_t>(p.ld) * sizeof(float),
+                               static_cast<std::uint64_t>(p.stride) * sizeof(float), TN, 8)) {
+        kernel<L, K, M, false, true>()<<<grid, NT, smem + kStripeTmaExtra, stream>>>(p, vec4, vec_t, maps);
+        BATCHQR_CUDA_TRY(cudaGetLastError());
+        return Status::success;
+      }
+    }
+    kernel<L, K, M, false>()<<<grid, NT, smem, stream>>>(p, vec4, vec_t, maps);
     BATCHQR_CUDA_TRY(cudaGetLastError());
     return Status::success;
   }
   const ClusterLaunch l(dim3(grid), dim3(NT), smem, stream, S);
-  BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&l.cfg, kernel<L, K, M, true>(), p, vec4, vec_t));
+  BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&l.cfg, kernel<L, K, M, true>(), p, vec4, vec_t, maps));
   return Status::success;
 }
 
@@ -895,6 +1013,9 @@ template <Layout L, int K, StripeMath M>
 Status raise_limit() {
   BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M, false>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(larfb_stripe_smem_bytes(kLarfbStripeMaxRows))));
+  if constexpr (kHasTma<L, K, M, false>)
+    BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M, false, true>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(larfb_stripe_smem_bytes(kLarfbStripeMaxRows) + kStripeTmaExtra)));
   BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M, true>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(larfb_stripe_smem_bytes(kLarfbStripeClusterMaxRows))));
   BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M, true>(), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
