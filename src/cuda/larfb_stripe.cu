@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <type_traits>
 
 #include <cooperative_groups.h>
 
@@ -23,13 +24,13 @@ constexpr int kWarps = NT / 32;
 constexpr int kRedSlots = kWarps / 2;  // W partials parked during the tree sum
 constexpr int kMaxK = 64;
 // The TMA form's shared memory beyond larfb_stripe_smem_bytes: alignment to 1024 bytes,
-// the stripe rounded up to 8 rows, two mbarriers per warp.
-constexpr std::size_t kStripeTmaExtra = 1024 + 7 * TN * sizeof(float) + 2 * kWarps * sizeof(std::uint64_t);
+// the stripe rounded up to 8 rows, two mbarriers per warp and one per warpgroup.
+constexpr std::size_t kStripeTmaExtra = 1024 + 7 * TN * sizeof(float) + (2 * kWarps + 2) * sizeof(std::uint64_t);
 
-// Tensor maps of V^T (rows of K floats) and of the matrices, for the TMA form (unused
-// otherwise).
+// Tensor maps for the TMA form (unused otherwise): V^T (rows of K floats) in boxes of 8
+// rows (phase 1) and of 64 rows (phase 3), and the matrices in boxes of 8 rows.
 struct StripeMaps {
-  CUtensorMap v, c;
+  CUtensorMap v, v64, c;
 };
 // The instruction diet (float4 stripe and T copies, V in float4 runs in phase 3, T^T W
 // balanced over the warps) for K = 64 only: measured faster there (512x640, 1024x60,
@@ -471,6 +472,16 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands
   cluster_exit<kSplit>();
 }
 
+// 16 bytes of shared memory at a shared-window address.
+__device__ __forceinline__ float4 lds128(unsigned a) {
+  float4 v;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
+  return v;
+}
+
+// The 128 threads of warpgroup wg meet at barrier 1 + wg (0 is __syncthreads').
+__device__ __forceinline__ void warpgroup_barrier(int wg) { asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory"); }
+
 // Phase 1's V stage: float4 group q of row r (r < 8) sits at q ^ v1_swizzle(r), so that a
 // quarter warp's fragment reads (rows t and t + 4, groups KL/4 g ..) fall in distinct banks.
 template <int K>
@@ -494,7 +505,9 @@ __device__ __forceinline__ int v1_swizzle(int r) {
 // kTma (K = 64, row-major, one CTA, where the host's tensor maps encode): each chunk's V
 // and stripe rows arrive by three TMA loads instead of per-thread cp.async, in the TMA's
 // 128-byte swizzle (grp<true>), with the lane-to-row and lane-to-k pairings of phase 1
-// changed to read it without bank conflicts (measured 2-3.5% faster overall, v17).
+// changed to read it without bank conflicts (measured 2-3.5% faster overall, v17); built
+// for sm_90a, phase 3 then takes the V of each warpgroup's tiles after its first by TMA
+// too, one tile ahead (512x640 another -2.8%).
 template <Layout L, int K, bool kSplit, bool kTma>
 __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOperands p, const bool vec4, const bool vec_t,
                                                                 const __grid_constant__ StripeMaps maps) {
@@ -512,6 +525,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
   float* sWsum = sW + kMaxK * TN;                    // kSplit: the cluster's W
   // Phase 3 on wgmma (sm_90a, K = 64): B as 8 core matrices per k-step (wgmma_tf32.cuh)
   constexpr bool kWgmma = kDiet<K> && BATCHQR_HAVE_WGMMA;
+  constexpr bool kTma3 = kTma && kWgmma;  // phase 3's V tiles by TMA too
   constexpr int kWgB = 8 * 32;                                   // floats of B per k-step
   std::uint32_t* sBb = reinterpret_cast<std::uint32_t*>(sRed);  // [KS][4][32][2] W2 big (over sRed)
   std::uint32_t* sBs = sBb + KS * 4 * 32 * 2;                   // W2 small
@@ -553,6 +567,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
     if (lane == 0) {
       mbarrier_init(bar, 1);
       mbarrier_init(bar + 1, 1);
+      if (warp < 2) mbarrier_init(bar - 2 * warp + 2 * kWarps + warp, 1);  // phase 3's, one per warpgroup
       mbarrier_init_fence();
     }
     __syncwarp();
@@ -765,7 +780,19 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
 #pragma unroll
     for (int q = 0; q < K / 8; ++q) {
       const int k = w2_row<K>(warp, q);
-      const int tt = k / KQ, ks = (k % KQ) >> 1, h = k & 1;
+      // k-step ks, column tt (+4 for h = 1); kTma3: k = 32 (ks / 4) + 8 tt + 4 ((ks / 2) & 1)
+      // + 2 (ks & 1) + h (phase 3's V reads of the swizzled TMA tiles), else KQ tt + 2 ks + h
+      int tt, ks, h;
+      if constexpr (kTma3) {
+        const int r = k & 31, e = k & 7;
+        tt = r >> 3;
+        ks = 4 * (k >> 5) + 2 * (e >> 2) + ((e & 3) >> 1);
+        h = e & 1;
+      } else {
+        tt = k / KQ;
+        ks = (k % KQ) >> 1;
+        h = k & 1;
+      }
       int at;
       if constexpr (kWgmma) {  // k-step ks, k index kl = tt + 4 h: core (n / 8, kl / 4) of wgmma_tf32.cuh
         const int kl = tt + 4 * h;
@@ -787,8 +814,33 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
     // Warpgroup wg on 64-row tiles R = 64 wg .. (+128 per pass), warp wr on rows
     // R + 16 wr + g (+8): 3 wgmma per k-step, all 24 issued before one wait; V's rows in
     // float4 runs as in the mma.sync form below.
-    const int wr = warp & 3;
-    for (int R = 64 * (warp >> 2); R < rows; R += 128) {
+    const int wr = warp & 3, wg = warp >> 2;
+    // kTma3: the V of a warpgroup's tiles after its first arrives by TMA, one tile ahead,
+    // as two 32-column boxes of 64 rows: k 0-31 into T's slot (2 + wg) of sRed, free in
+    // phase 3, k 32-63 into the stripe rows of the warpgroup's first tile, free once every
+    // thread of the warpgroup has read them (a warpgroup barrier). A thread reads its k
+    // runs 32 (j / 2) + 4 (2t + (j & 1)) .. + 3 (j = 0..3): float4 groups 2t + (j & 1) of
+    // rows g (+8) of the swizzled boxes, distinct banks in every quarter warp.
+    float* vbox[2] = {sRed + (2 + wg) * kMaxK * TN, sC + 64 * wg * TN};
+    // this thread's reads of them: shared-window addresses (32-bit), box 1 at a fixed distance
+    const unsigned vread = smem_address(vbox[0]) + (16 * wr + g) * 32 * sizeof(float);
+    const unsigned vdist = smem_address(vbox[1]) - smem_address(vbox[0]);
+    std::uint64_t* vbar = reinterpret_cast<std::uint64_t*>(sRed + kRedSlots * kMaxK * TN + kMaxK * TN) + 2 * kWarps + wg;
+    const bool lead = (tid & 127) == 0;
+    auto issue_v = [&](int Rn, int box) {  // one box of the tile at rows Rn, by the warpgroup's first thread
+      if constexpr (kTma3) {
+        if (lead) {
+          fence_proxy_async_shared();
+          if (box == 0) mbarrier_arrive_expect_tx(vbar, 2 * 64 * 32 * sizeof(float));
+          tma_load_3d(vbox[box], &maps.v64, 32 * box, Rn, static_cast<int>(mat), vbar);
+        }
+      }
+    };
+    if (64 * wg + 128 < rows) issue_v(64 * wg + 128, 0);  // T's slot is free since the barrier above
+    // One 64-row tile; kFirst (the warpgroup's first) peeled off, so that no branch on the
+    // tile count precedes the wgmma (ptxas serializes wgmma after divergent code).
+    auto tile_step = [&](auto first_c, const int R, const int tile) {
+      constexpr bool kFirst = decltype(first_c)::value;
       float d[16];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -802,6 +854,14 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
           d[4 * j + 2 * h + 1] = r < rows ? x.y : 0.0f;
         }
       }
+      const bool next = R + 128 < rows;  // the same in the whole warpgroup
+      if constexpr (kTma3) {
+        if constexpr (kFirst) {
+          warpgroup_barrier(wg);  // its first tile's stripe rows are read
+          if (next) issue_v(R + 128, 1);
+        }
+        if constexpr (!kFirst) mbarrier_wait(vbar, (tile - 1) & 1);
+      }
       std::uint32_t ab[KS][4], as[KS][4];
 #pragma unroll
       for (int k2 = 0; k2 < KS; k2 += 2) {
@@ -809,7 +869,16 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = R + 16 * wr + g + 8 * h, rc = min(r, rows - 1);
-          f[h] = __ldg(reinterpret_cast<const float4*>(vt + static_cast<std::int64_t>(rc) * p.vt_ld + KQ * t + 2 * k2));
+          if constexpr (kTma3) {
+            const int j = k2 / 2, rt = 16 * wr + g + 8 * h;
+            if constexpr (!kFirst)
+              f[h] = lds128(vread + (j / 2) * vdist + 8 * h * 32 * sizeof(float) + (((2 * t + (j & 1)) ^ g) << 4));
+            else
+              f[h] = __ldg(reinterpret_cast<const float4*>(vt + static_cast<std::int64_t>(rc) * p.vt_ld + 32 * (j / 2) +
+                                                           4 * (2 * t + (j & 1))));
+          } else {
+            f[h] = __ldg(reinterpret_cast<const float4*>(vt + static_cast<std::int64_t>(rc) * p.vt_ld + KQ * t + 2 * k2));
+          }
           if (r >= rows) f[h] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         }
         split_tf32(f[0].x, ab[k2][0], as[k2][0]);
@@ -820,6 +889,15 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
         split_tf32(f[1].z, ab[k2 + 1][1], as[k2 + 1][1]);
         split_tf32(f[0].w, ab[k2 + 1][2], as[k2 + 1][2]);
         split_tf32(f[1].w, ab[k2 + 1][3], as[k2 + 1][3]);
+      }
+      if constexpr (kTma3) {
+        if constexpr (!kFirst) {
+          warpgroup_barrier(wg);  // every thread's reads of this tile's V are done
+          if (next) {
+            issue_v(R + 128, 0);
+            issue_v(R + 128, 1);
+          }
+        }
       }
       wgmma_fence();
 #pragma unroll
@@ -846,7 +924,9 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
           }
         }
       }
-    }
+    };
+    if (64 * wg < rows) tile_step(std::true_type{}, 64 * wg, 0);
+    for (int R = 64 * wg + 128, tile = 1; R < rows; R += 128, ++tile) tile_step(std::false_type{}, R, tile);
 #endif
   } else {
     // mma.sync: warp w on rows R = 32 w .. (+256 per pass)
@@ -986,6 +1066,9 @@ Status launch(const LarfbOperands& p, std::int64_t batch, cudaStream_t stream) {
           encode_tensor_map_3d(&maps.v, p.vt, K, static_cast<std::uint64_t>(p.rows), b,
                                static_cast<std::uint64_t>(p.vt_ld) * sizeof(float),
                                static_cast<std::uint64_t>(p.vt_stride) * sizeof(float), 32, 8) &&
+          encode_tensor_map_3d(&maps.v64, p.vt, K, static_cast<std::uint64_t>(p.rows), b,
+                               static_cast<std::uint64_t>(p.vt_ld) * sizeof(float),
+                               static_cast<std::uint64_t>(p.vt_stride) * sizeof(float), 32, 64) &&
           encode_tensor_map_3d(&maps.c, p.a, static_cast<std::uint64_t>(p.col0 + p.ncols),
                                static_cast<std::uint64_t>(p.j0 + p.rows), b,
                                static_cast<std::uint64_t>(p.ld) * sizeof(float),
