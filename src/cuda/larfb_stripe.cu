@@ -512,7 +512,7 @@ template <Layout L, int K, bool kSplit, bool kTma>
 __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOperands p, const bool vec4, const bool vec_t,
                                                                 const __grid_constant__ StripeMaps maps) {
   static_assert(K == 32 || K == 64, "whole m16 tiles of W");
-  static_assert(!kTma || (K == 64 && !kSplit && L == Layout::row_major), "TMA loads: K = 64, row-major, one CTA");
+  static_assert(!kTma || L == Layout::row_major, "TMA loads: row-major");
   constexpr int MT = K / 16, KL = K / 8, KQ = K / 4, KS = K / 8;
   extern __shared__ __align__(16) float smem[];
   const StripeRows sr = stripe_rows<kSplit>(p.rows);
@@ -556,13 +556,13 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[a][b][e] = 0.0f;
   if constexpr (kTma) {
-    // kTma: per warp and chunk, one elected lane loads V's 8 rows (two 32-column boxes) and
-    // the stripe's 8 rows (one box) with three TMA instructions, completing on the stage's
+    // kTma: per warp and chunk, one elected lane loads V's 8 rows (K / 32 boxes of 32
+    // columns) and the stripe's 8 rows (one box) with TMA, completing on the stage's
     // mbarrier, one chunk ahead. Lane (g, t) takes rows 2t + h of the chunk (k index t +
     // 4h of the MMA) and, of V, columns 4g .. 4g + 3 of each box (m-tile mt row g is k =
-    // 4g + mt, row g + 8 is k = 32 + 4g + mt), so that its reads of both swizzled boxes
-    // fall in distinct banks.
-    std::uint64_t* bar = reinterpret_cast<std::uint64_t*>(sRed + kRedSlots * kMaxK * TN + kMaxK * TN) + 2 * warp;
+    // 4g + mt; row g + 8 is k = 32 + 4g + mt for K = 64, 4g + 2 + mt for K = 32), so that
+    // its reads of the swizzled boxes fall in distinct banks.
+    std::uint64_t* bar = reinterpret_cast<std::uint64_t*>(sWsum + (kSplit ? kMaxK * TN : 0)) + 2 * warp;
     float* vstage = sRed + warp * 2 * 8 * K;  // two stages of 2 KB, 1024-byte aligned
     if (lane == 0) {
       mbarrier_init(bar, 1);
@@ -575,11 +575,13 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
     auto issue = [&](int r0, int st) {
       if (lane == 0) {
         fence_proxy_async_shared();  // this warp's reads of the stage (two chunks ago) come first
-        mbarrier_arrive_expect_tx(bar + st, (2 * 8 * 32 + 8 * TN) * sizeof(float));
+        mbarrier_arrive_expect_tx(bar + st, (8 * K + 8 * TN) * sizeof(float));
         float* vdst = vstage + st * 8 * K;
-        tma_load_3d(vdst, &maps.v, 0, r0, m32, bar + st);
-        tma_load_3d(vdst + 8 * 32, &maps.v, 32, r0, m32, bar + st);
-        tma_load_3d(sC + r0 * TN, &maps.c, ccol, p.j0 + r0, m32, bar + st);
+        // rows past this CTA's are past the matrix (only a cluster's last CTA stops short
+        // of its cap, a multiple of 32): zeros
+        tma_load_3d(vdst, &maps.v, 0, sr.row0 + r0, m32, bar + st);
+        if constexpr (K == 64) tma_load_3d(vdst + 8 * 32, &maps.v, 32, sr.row0 + r0, m32, bar + st);
+        tma_load_3d(sC + r0 * TN, &maps.c, ccol, p.j0 + sr.row0 + r0, m32, bar + st);
       }
     };
     if (8 * warp < rows) issue(8 * warp, 0);
@@ -588,15 +590,19 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
       if (r0 + 8 * kWarps < rows) issue(r0 + 8 * kWarps, (chunk + 1) & 1);
       mbarrier_wait(bar + (chunk & 1), (chunk >> 1) & 1);
       const float* vs = vstage + (chunk & 1) * 8 * K;
-      float va[2][8], cb[2][4];
+      float va[2][KL], cb[2][4];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int rho = 2 * t + h, off = rho * 32 + ((g ^ rho) << 2);  // rows past the stripe: zeros (TMA)
-        const float4 f0 = *reinterpret_cast<const float4*>(vs + off);
-        const float4 f1 = *reinterpret_cast<const float4*>(vs + 8 * 32 + off);
+#pragma unroll
+        for (int bx = 0; bx < K / 32; ++bx) {
+          const float4 f = *reinterpret_cast<const float4*>(vs + bx * 8 * 32 + off);
+          va[h][4 * bx] = f.x;
+          va[h][4 * bx + 1] = f.y;
+          va[h][4 * bx + 2] = f.z;
+          va[h][4 * bx + 3] = f.w;
+        }
         const float4 c = *reinterpret_cast<const float4*>(sC + r0 * TN + off);
-        va[h][0] = f0.x; va[h][1] = f0.y; va[h][2] = f0.z; va[h][3] = f0.w;
-        va[h][4] = f1.x; va[h][5] = f1.y; va[h][6] = f1.z; va[h][7] = f1.w;
         cb[h][0] = c.x; cb[h][1] = c.y; cb[h][2] = c.z; cb[h][3] = c.w;
       }
       std::uint32_t bb[4][2], bs[4][2];
@@ -608,10 +614,11 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         std::uint32_t ab[4], as[4];
+        constexpr int HI = KL / 2;  // row g + 8's k: the second box (K = 64) or group half (K = 32)
         split_tf32(va[0][mt], ab[0], as[0]);
-        split_tf32(va[0][4 + mt], ab[1], as[1]);
+        split_tf32(va[0][HI + mt], ab[1], as[1]);
         split_tf32(va[1][mt], ab[2], as[2]);
-        split_tf32(va[1][4 + mt], ab[3], as[3]);
+        split_tf32(va[1][HI + mt], ab[3], as[3]);
 #pragma unroll
         for (int nt = 0; nt < 4; ++nt) mma_3xtf32(acc[mt][nt], ab, as, bb[nt], bs[nt]);
       }
@@ -764,7 +771,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
         for (int e = 0; e < 4; ++e) {
           const int c = 4 * (2 * t + (e & 1)) + nt;
           if constexpr (kTma) {
-            const int k = (e >> 1) ? 32 + 4 * g + mt : 4 * g + mt;
+            const int k = (e >> 1) ? (K == 64 ? 32 + 4 * g + mt : 4 * g + 2 + mt) : 4 * g + mt;
             sW[k * TN + (c ^ ((k / KL) & 7))] = acc[mt][nt][e];  // 2-way conflicts, once per CTA
           } else {
             const int k = KL * g + 2 * mt + (e >> 1);
@@ -825,14 +832,14 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
     // this thread's reads of them: shared-window addresses (32-bit), box 1 at a fixed distance
     const unsigned vread = smem_address(vbox[0]) + (16 * wr + g) * 32 * sizeof(float);
     const unsigned vdist = smem_address(vbox[1]) - smem_address(vbox[0]);
-    std::uint64_t* vbar = reinterpret_cast<std::uint64_t*>(sRed + kRedSlots * kMaxK * TN + kMaxK * TN) + 2 * kWarps + wg;
+    std::uint64_t* vbar = reinterpret_cast<std::uint64_t*>(sWsum + (kSplit ? kMaxK * TN : 0)) + 2 * kWarps + wg;
     const bool lead = (tid & 127) == 0;
     auto issue_v = [&](int Rn, int box) {  // one box of the tile at rows Rn, by the warpgroup's first thread
       if constexpr (kTma3) {
         if (lead) {
           fence_proxy_async_shared();
           if (box == 0) mbarrier_arrive_expect_tx(vbar, 2 * 64 * 32 * sizeof(float));
-          tma_load_3d(vbox[box], &maps.v64, 32 * box, Rn, static_cast<int>(mat), vbar);
+          tma_load_3d(vbox[box], &maps.v64, 32 * box, sr.row0 + Rn, static_cast<int>(mat), vbar);
         }
       }
     };
@@ -1038,13 +1045,13 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
   cluster_exit<kSplit>();
 }
 
-// The TMA form exists for K = 64 row-major stripes in one CTA, in 3xTF32.
-template <Layout L, int K, StripeMath M, bool kSplit>
-constexpr bool kHasTma = M == StripeMath::tf32x3 && K == 64 && L == Layout::row_major && !kSplit;
+// The TMA form exists for row-major stripes in 3xTF32.
+template <Layout L, int K, StripeMath M>
+constexpr bool kHasTma = M == StripeMath::tf32x3 && L == Layout::row_major;
 
 template <Layout L, int K, StripeMath M, bool kSplit, bool kTma = false>
 constexpr auto kernel() {
-  if constexpr (M == StripeMath::tf32x3) return larfb_stripe_tc_kernel<L, K, kSplit, kTma && kHasTma<L, K, M, kSplit>>;
+  if constexpr (M == StripeMath::tf32x3) return larfb_stripe_tc_kernel<L, K, kSplit, kTma && kHasTma<L, K, M>>;
   else return larfb_stripe_kernel<L, K, kSplit>;
 }
 
@@ -1057,33 +1064,33 @@ Status launch(const LarfbOperands& p, std::int64_t batch, cudaStream_t stream) {
   const bool vec4 = kDiet<K> && L == Layout::row_major && reinterpret_cast<std::uintptr_t>(p.a) % 16 == 0 && p.ld % 4 == 0 &&
       p.stride % 4 == 0 && p.col0 % 4 == 0;
   const bool vec_t = kDiet<K> && reinterpret_cast<std::uintptr_t>(p.t) % 16 == 0 && p.t_ld % 4 == 0 && p.t_stride % 4 == 0;
+  // The TMA form where its tensor maps encode (16-byte aligned matrices and rows) and the
+  // stripes start on a 16-byte boundary (a box at column 257 faulted: illegal instruction,
+  // session 17 call 7).
   StripeMaps maps{};
-  if (S == 1) {
-    // The TMA form where its tensor maps encode (16-byte aligned rows and matrices: as vec4).
-    if constexpr (kHasTma<L, K, M, false>) {
-      const auto b = static_cast<std::uint64_t>(batch);
-      if (vec4 &&
-          encode_tensor_map_3d(&maps.v, p.vt, K, static_cast<std::uint64_t>(p.rows), b,
-                               static_cast<std::uint64_t>(p.vt_ld) * sizeof(float),
-                               static_cast<std::uint64_t>(p.vt_stride) * sizeof(float), 32, 8) &&
-          encode_tensor_map_3d(&maps.v64, p.vt, K, static_cast<std::uint64_t>(p.rows), b,
-                               static_cast<std::uint64_t>(p.vt_ld) * sizeof(float),
-                               static_cast<std::uint64_t>(p.vt_stride) * sizeof(float), 32, 64) &&
+  bool tma = false;
+  if constexpr (kHasTma<L, K, M>) {
+    const bool aligned =
+        reinterpret_cast<std::uintptr_t>(p.a) % 16 == 0 && p.ld % 4 == 0 && p.stride % 4 == 0 && p.col0 % 4 == 0;
+    const auto b = static_cast<std::uint64_t>(batch);
+    const auto v_ld = static_cast<std::uint64_t>(p.vt_ld) * sizeof(float);
+    const auto v_stride = static_cast<std::uint64_t>(p.vt_stride) * sizeof(float);
+    tma = aligned && encode_tensor_map_3d(&maps.v, p.vt, K, static_cast<std::uint64_t>(p.rows), b, v_ld, v_stride, 32, 8) &&
+          encode_tensor_map_3d(&maps.v64, p.vt, K, static_cast<std::uint64_t>(p.rows), b, v_ld, v_stride, 32, 64) &&
           encode_tensor_map_3d(&maps.c, p.a, static_cast<std::uint64_t>(p.col0 + p.ncols),
-                               static_cast<std::uint64_t>(p.j0 + p.rows), b,
-                               static_cast<std::uint64_t>(p.ld) * sizeof(float),
-                               static_cast<std::uint64_t>(p.stride) * sizeof(float), TN, 8)) {
-        kernel<L, K, M, false, true>()<<<grid, NT, smem + kStripeTmaExtra, stream>>>(p, vec4, vec_t, maps);
-        BATCHQR_CUDA_TRY(cudaGetLastError());
-        return Status::success;
-      }
-    }
-    kernel<L, K, M, false>()<<<grid, NT, smem, stream>>>(p, vec4, vec_t, maps);
+                               static_cast<std::uint64_t>(p.j0 + p.rows), b, static_cast<std::uint64_t>(p.ld) * sizeof(float),
+                               static_cast<std::uint64_t>(p.stride) * sizeof(float), TN, 8);
+  }
+  const std::size_t bytes = smem + (tma ? kStripeTmaExtra : 0);
+  if (S == 1) {
+    if (tma) kernel<L, K, M, false, true>()<<<grid, NT, bytes, stream>>>(p, vec4, vec_t, maps);
+    else kernel<L, K, M, false>()<<<grid, NT, bytes, stream>>>(p, vec4, vec_t, maps);
     BATCHQR_CUDA_TRY(cudaGetLastError());
     return Status::success;
   }
-  const ClusterLaunch l(dim3(grid), dim3(NT), smem, stream, S);
-  BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&l.cfg, kernel<L, K, M, true>(), p, vec4, vec_t, maps));
+  const ClusterLaunch l(dim3(grid), dim3(NT), bytes, stream, S);
+  if (tma) BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&l.cfg, kernel<L, K, M, true, true>(), p, vec4, vec_t, maps));
+  else BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&l.cfg, kernel<L, K, M, true>(), p, vec4, vec_t, maps));
   return Status::success;
 }
 
@@ -1096,12 +1103,17 @@ template <Layout L, int K, StripeMath M>
 Status raise_limit() {
   BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M, false>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(larfb_stripe_smem_bytes(kLarfbStripeMaxRows))));
-  if constexpr (kHasTma<L, K, M, false>)
-    BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M, false, true>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(larfb_stripe_smem_bytes(kLarfbStripeMaxRows) + kStripeTmaExtra)));
   BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M, true>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(larfb_stripe_smem_bytes(kLarfbStripeClusterMaxRows))));
   BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M, true>(), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  if constexpr (kHasTma<L, K, M>) {
+    BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M, false, true>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(larfb_stripe_smem_bytes(kLarfbStripeMaxRows) + kStripeTmaExtra)));
+    BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M, true, true>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(larfb_stripe_smem_bytes(kLarfbStripeClusterMaxRows) +
+                                                           kStripeTmaExtra)));
+    BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M, true, true>(), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  }
   return Status::success;
 }
 
