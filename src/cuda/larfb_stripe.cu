@@ -1065,8 +1065,8 @@ Status launch(const LarfbOperands& p, std::int64_t batch, cudaStream_t stream) {
       p.stride % 4 == 0 && p.col0 % 4 == 0;
   const bool vec_t = kDiet<K> && reinterpret_cast<std::uintptr_t>(p.t) % 16 == 0 && p.t_ld % 4 == 0 && p.t_stride % 4 == 0;
   // The TMA form where its tensor maps encode (16-byte aligned matrices and rows) and the
-  // stripes start on a 16-byte boundary (a box at column 257 faulted: illegal instruction,
-  // session 17 call 7).
+  // stripes start on a 16-byte boundary: admitting other first columns (257 x 300, an
+  // update from column 257) gave an illegal instruction at the stripe's box load.
   StripeMaps maps{};
   bool tma = false;
   if constexpr (kHasTma<L, K, M>) {
