@@ -125,9 +125,9 @@ GeqrfDesc padded(int m, int n, std::int64_t batch, Layout layout) {
   return d;
 }
 
-// The TMA form of larfb_stripe (K = 64, row-major) needs its tensor maps: they encode for
+// The TMA form of larfb_stripe (row-major, 3xTF32) needs its tensor maps: they encode for
 // the layouts it is given (16-byte rows and matrices) and are refused otherwise, which
-// sends the stripe to its cp.async form (Stripe, padded cases).
+// sends the stripe to its cp.async form (Stripe: padded cases, updates from column 257).
 TEST_F(UpdateKernels, TensorMapsEncode) {
   float* a = nullptr;
   ASSERT_EQ(cudaMalloc(&a, sizeof(float) * 4 * 520 * 520), cudaSuccess);

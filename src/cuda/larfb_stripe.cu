@@ -473,14 +473,16 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands
 }
 
 // 16 bytes of shared memory at a shared-window address.
-__device__ __forceinline__ float4 lds128(unsigned a) {
+[[maybe_unused]] __device__ __forceinline__ float4 lds128(unsigned a) {
   float4 v;
   asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
   return v;
 }
 
-// The 128 threads of warpgroup wg meet at barrier 1 + wg (0 is __syncthreads').
-__device__ __forceinline__ void warpgroup_barrier(int wg) { asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory"); }
+// The 128 threads of warpgroup wg meet at barrier 1 + wg (0 is __syncthreads'). The id is
+// a register (with immediate ids in two branches ptxas spilled): ptxas then reserves all 16
+// barriers, which allows 4 CTAs per SM, above the 2 that registers and shared memory allow.
+[[maybe_unused]] __device__ __forceinline__ void warpgroup_barrier(int wg) { asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory"); }
 
 // Phase 1's V stage: float4 group q of row r (r < 8) sits at q ^ v1_swizzle(r), so that a
 // quarter warp's fragment reads (rows t and t + 4, groups KL/4 g ..) fall in distinct banks.
@@ -502,12 +504,12 @@ __device__ __forceinline__ int v1_swizzle(int r) {
 // order, B as core matrices: wgmma_tf32.cuh); measured equal in row-major and 4% faster
 // overall in column-major (docs/perf-notes.md v16). K = 64 stripes are loaded a chunk of
 // rows per warp ahead of phase 1; phase 3 writes C straight to global memory.
-// kTma (K = 64, row-major, one CTA, where the host's tensor maps encode): each chunk's V
-// and stripe rows arrive by three TMA loads instead of per-thread cp.async, in the TMA's
-// 128-byte swizzle (grp<true>), with the lane-to-row and lane-to-k pairings of phase 1
-// changed to read it without bank conflicts (measured 2-3.5% faster overall, v17); built
-// for sm_90a, phase 3 then takes the V of each warpgroup's tiles after its first by TMA
-// too, one tile ahead (512x640 another -2.8%).
+// kTma (row-major, where the host's tensor maps encode; one CTA or a cluster): each
+// chunk's V and stripe rows arrive by two (K = 32) or three (K = 64) TMA loads instead of
+// per-thread cp.async, in the TMA's 128-byte swizzle (grp<true>), with the lane-to-row and
+// lane-to-k pairings of phase 1 changed to read it without bank conflicts (measured 2-4.6%
+// faster overall, v17); built for sm_90a, phase 3 of K = 64 then takes the V of each
+// warpgroup's tiles after its first by TMA too, one tile ahead (512x640 another -2.8%).
 template <Layout L, int K, bool kSplit, bool kTma>
 __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOperands p, const bool vec4, const bool vec_t,
                                                                 const __grid_constant__ StripeMaps maps) {
@@ -547,7 +549,8 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
   // K = 64: each warp loads the stripe rows of its own chunks (rows 8 w .., + 64 per
   // chunk), one chunk ahead with its V, so that the stripe's load overlaps phase 1 instead
   // of preceding it; the barrier after phase 1 makes every row visible to phase 3. K = 32
-  // loads the stripe first (measured 1-3% faster there, docs/perf-notes.md v16).
+  // loads the stripe first (measured 1-3% faster there, docs/perf-notes.md v16). The TMA
+  // form (below) loads every stripe a chunk per warp.
   float acc[MT][4][4];
 #pragma unroll
   for (int a = 0; a < MT; ++a)
@@ -847,7 +850,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
     // One 64-row tile; kFirst (the warpgroup's first) peeled off, so that no branch on the
     // tile count precedes the wgmma (ptxas serializes wgmma after divergent code).
     auto tile_step = [&](auto first_c, const int R, const int tile) {
-      constexpr bool kFirst = decltype(first_c)::value;
+      [[maybe_unused]] constexpr bool kFirst = decltype(first_c)::value;
       float d[16];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -861,7 +864,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
           d[4 * j + 2 * h + 1] = r < rows ? x.y : 0.0f;
         }
       }
-      const bool next = R + 128 < rows;  // the same in the whole warpgroup
+      [[maybe_unused]] const bool next = R + 128 < rows;  // the same in the whole warpgroup
       if constexpr (kTma3) {
         if constexpr (kFirst) {
           warpgroup_barrier(wg);  // its first tile's stripe rows are read
@@ -877,7 +880,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
         for (int h = 0; h < 2; ++h) {
           const int r = R + 16 * wr + g + 8 * h, rc = min(r, rows - 1);
           if constexpr (kTma3) {
-            const int j = k2 / 2, rt = 16 * wr + g + 8 * h;
+            const int j = k2 / 2;
             if constexpr (!kFirst)
               f[h] = lds128(vread + (j / 2) * vdist + 8 * h * 32 * sizeof(float) + (((2 * t + (j & 1)) ^ g) << 4));
             else

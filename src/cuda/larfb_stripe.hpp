@@ -12,8 +12,8 @@
 // (rank order), and each updates its own rows. The two products
 // in 3xTF32 on tensor cores (StripeMath::tf32x3, the policy's) or in FP32 FMAs; each entry
 // of W is summed over rows in a fixed order (8 row groups, then a fixed tree), so results
-// do not depend on scheduling. K = 64 row-major stripes in one CTA load their rows and V
-// with TMA (tensor maps encoded per launch, tensor_map.hpp) where the layout allows it.
+// do not depend on scheduling. Row-major stripes (3xTF32) load their rows and V with TMA
+// (tensor maps encoded per launch, tensor_map.hpp) where the layout allows it.
 // Measurements: docs/perf-notes.md v8 onwards.
 #pragma once
 
