@@ -63,36 +63,41 @@ __device__ __forceinline__ void st4(float* s, int r, int c4, float4 v) {
 // the stripe's first column 16-byte aligned) 8 lanes per row, a float4 group each, so a
 // warp moves four rows per instruction; column-major, a warp per column (lane = row).
 // Columns past cn are zeros. stripe_in's copies complete after async_wait().
+//
+// Element (r, c) of the stripe, or a zero past column cn.
+template <Layout L>
+__device__ __forceinline__ void element_in(const MatrixView<L>& C, float* sC, int r, int c, int cn) {
+  if (c < cn) async_copy(sC + swz(r, c), &C(r, c));
+  else sC[swz(r, c)] = 0.0f;
+}
+// Float4 group q of row r (row-major, vec4): one 16-byte copy where the group lies within
+// cn columns, else its columns one by one, zeros past cn.
+template <Layout L>
+__device__ __forceinline__ void group_in(const MatrixView<L>& C, float* sC, int r, int q, int cn) {
+  float* dst = sC + r * TN + (grp(r, q) << 2);
+  if (4 * q + 4 <= cn) {
+    async_copy16(dst, &C(r, 4 * q));
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if (4 * q + e < cn) async_copy(dst + e, &C(r, 4 * q + e));
+      else dst[e] = 0.0f;
+    }
+  }
+}
 template <Layout L>
 __device__ __forceinline__ void stripe_in(const MatrixView<L>& C, float* sC, int rows, int cn, bool vec4) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if constexpr (L == Layout::row_major) {
     if (vec4) {
       const int q = lane & 7;
-      for (int r = 4 * warp + (lane >> 3); r < rows; r += 4 * kWarps) {
-        float* dst = sC + r * TN + (grp(r, q) << 2);
-        if (4 * q + 4 <= cn) {
-          async_copy16(dst, &C(r, 4 * q));
-        } else {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            if (4 * q + e < cn) async_copy(dst + e, &C(r, 4 * q + e));
-            else dst[e] = 0.0f;
-          }
-        }
-      }
+      for (int r = 4 * warp + (lane >> 3); r < rows; r += 4 * kWarps) group_in(C, sC, r, q, cn);
       return;
     }
-    for (int r = warp; r < rows; r += kWarps) {
-      if (lane < cn) async_copy(sC + swz(r, lane), &C(r, lane));
-      else sC[swz(r, lane)] = 0.0f;
-    }
+    for (int r = warp; r < rows; r += kWarps) element_in(C, sC, r, lane, cn);
   } else {
     for (int c = warp; c < TN; c += kWarps)
-      for (int r = lane; r < rows; r += 32) {
-        if (c < cn) async_copy(sC + swz(r, c), &C(r, c));
-        else sC[swz(r, c)] = 0.0f;
-      }
+      for (int r = lane; r < rows; r += 32) element_in(C, sC, r, c, cn);
   }
 }
 // Rows r0 .. r0 + 7 of the stripe (those below `rows`) into shared memory by one warp,
@@ -107,32 +112,16 @@ __device__ __forceinline__ void stripe_chunk_in(const MatrixView<L>& C, float* s
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = r0 + (lane >> 3) + 4 * h;
-        if (r >= rows) continue;
-        float* dst = sC + r * TN + (grp(r, q) << 2);
-        if (4 * q + 4 <= cn) {
-          async_copy16(dst, &C(r, 4 * q));
-        } else {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            if (4 * q + e < cn) async_copy(dst + e, &C(r, 4 * q + e));
-            else dst[e] = 0.0f;
-          }
-        }
+        if (r < rows) group_in(C, sC, r, q, cn);
       }
       return;
     }
-    for (int r = r0; r < r0 + 8 && r < rows; ++r) {
-      if (lane < cn) async_copy(sC + swz(r, lane), &C(r, lane));
-      else sC[swz(r, lane)] = 0.0f;
-    }
+    for (int r = r0; r < r0 + 8 && r < rows; ++r) element_in(C, sC, r, lane, cn);
   } else {  // lanes on (row r0 + lane % 8, columns lane / 8 + 4 j): 32-byte column runs
     const int r = r0 + (lane & 7);
     if (r >= rows) return;
 #pragma unroll
-    for (int c = lane >> 3; c < TN; c += 4) {
-      if (c < cn) async_copy(sC + swz(r, c), &C(r, c));
-      else sC[swz(r, c)] = 0.0f;
-    }
+    for (int c = lane >> 3; c < TN; c += 4) element_in(C, sC, r, c, cn);
   }
 }
 
@@ -813,9 +802,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
       split_tf32(-w2[q], sBb[at], sBs[at]);  // -W2, so that the accumulators (C) become C - V W2
     }
   }
-#if BATCHQR_HAVE_WGMMA
-  if constexpr (kWgmma) fence_proxy_async_smem();  // B is read by wgmma (the async proxy)
-#endif
+  if constexpr (kWgmma) fence_proxy_async_shared();  // B is read by wgmma (the async proxy)
   __syncthreads();
 
   // --- phase 3: C -= V W2 ----------------------------------------------------------------

@@ -30,10 +30,4 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, i
       : "memory");
 }
 
-// Orders this thread's earlier generic-proxy shared-memory accesses before later
-// async-proxy ones (a TMA write into a buffer that was just read).
-__device__ __forceinline__ void fence_proxy_async_shared() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
 }  // namespace batchqr::cuda

@@ -63,10 +63,6 @@ __device__ __forceinline__ void wgmma_m64n32k8_tf32(float (&d)[16], const std::u
       : "memory");
 }
 
-// Makes this thread's generic-proxy shared-memory writes visible to wgmma's async proxy
-// (then a barrier before the wgmma that read them).
-__device__ __forceinline__ void fence_proxy_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
 #endif  // BATCHQR_HAVE_WGMMA
 
 }  // namespace batchqr::cuda
