@@ -5,7 +5,7 @@
 //
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
 //                     [--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1]
-//                     [--chol 0|1|2] [--chol-rows R] [--cta 0|1]
+//                     [--chol 0|1|2|3] [--chol-rows R] [--cta 0|1]
 //                     [--layout row|col] [m n batch]...
 //                     (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
@@ -20,7 +20,8 @@
 // geqr2_kernel (0); c > 1: every panel of >= 32 c rows on a cluster of c CTAs; --wcol:
 // panels of at most 1024 rows on geqr2_wcol (1) or not (0); --chol: the Cholesky QR panel
 // never (0), on panels of more than 1024 rows only (1), or also on geqr2_wcol's panels of
-// 193-1024 rows at any batch (2) (default: the policy's); --chol-rows: at most R rows per
+// 193-1024 rows at any batch (2), those of at most 512 rows on its one-CTA form (3)
+// (default: the policy's); --chol-rows: at most R rows per
 // CTA of that panel; --cta: matrices that a geqr2_cta shape holds on it (1, timed once as
 // outer width 0) or never (0) (default: the policy's); --layout:
 // of the matrices (default column-major).
@@ -94,7 +95,7 @@ int main(int argc, char** argv) {
       panel.reg_cluster = std::max(0, std::atoi(argv[i + 1]));
       i += 2;
     } else if (arg == "--chol" && i + 1 < argc) {
-      panel.chol = std::clamp(std::atoi(argv[i + 1]), 0, 2);
+      panel.chol = std::clamp(std::atoi(argv[i + 1]), 0, 3);
       i += 2;
     } else if (arg == "--chol-rows" && i + 1 < argc) {
       panel.chol_rows = std::max(0, std::atoi(argv[i + 1]));
@@ -114,7 +115,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
-                   "[--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--chol 0|1|2] [--chol-rows R] "
+                   "[--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--chol 0|1|2|3] [--chol-rows R] "
                    "[--cta 0|1] "
                    "[--layout row|col] "
                    "[m n batch]...\n");

@@ -295,7 +295,7 @@ TEST(CudaPolicy, TallPanelsOf32ColumnsByCholeskyQr) {
     EXPECT_EQ(c.rows_per_cta % 32, 0) << rows;
     EXPECT_LE(c.rows_per_cta, kCholMaxRowsPerCta) << rows;
     EXPECT_GE(static_cast<long>(c.cluster) * c.rows_per_cta, rows) << rows;
-    EXPECT_LE(geqr2_chol_smem(c.rows_per_cta), dev.smem_per_block_optin) << rows;
+    EXPECT_LE(geqr2_chol_smem(c.rows_per_cta, c.cluster), dev.smem_per_block_optin) << rows;
   }
   EXPECT_EQ(cfg(4096, 32).cluster, 8);
   EXPECT_EQ(cfg(4096, 32).rows_per_cta, 512);
@@ -329,6 +329,25 @@ TEST(CudaPolicy, TallPanelsOf32ColumnsByCholeskyQr) {
   EXPECT_EQ(cfg(4096, 32, 1, tall_only).cluster, 8);
   EXPECT_EQ(cfg(1024, 32, 1, off).cluster, 0);
   EXPECT_EQ(cfg(4096, 32, 2, shorter).cluster, 8);
+  // The one-CTA form: geqr2_wcol's panels of 257-512 rows while the batch fills two waves
+  // of two CTAs per SM (132 SMs), or any of its panels of at most 512 rows with hint 3
+  // (taller ones as with hint 2).
+  PanelHints one_cta;
+  one_cta.chol = 3;
+  EXPECT_EQ(cfg(512, 32, 640).cluster, 1);
+  EXPECT_EQ(cfg(512, 32, 640).rows_per_cta, 512);
+  EXPECT_EQ(cfg(450, 32, 528).rows_per_cta, 480);
+  EXPECT_EQ(cfg(257, 32, 528).rows_per_cta, 288);
+  EXPECT_EQ(cfg(512, 32, 527).cluster, 0);
+  EXPECT_EQ(cfg(256, 32, 640).cluster, 0);
+  EXPECT_EQ(cfg(193, 32, 640, one_cta).rows_per_cta, 224);
+  EXPECT_EQ(cfg(513, 32, 640).cluster, 0);
+  EXPECT_EQ(cfg(150, 32, 640).cluster, 0);  // the register panel's
+  EXPECT_EQ(cfg(512, 32, 640, off).cluster, 0);
+  EXPECT_EQ(cfg(512, 32, 640, tall_only).cluster, 0);
+  EXPECT_EQ(cfg(300, 32, 1, one_cta).cluster, 1);
+  EXPECT_EQ(cfg(700, 32, 1, one_cta).cluster, 3);
+  EXPECT_LE(2 * (geqr2_chol_smem(512, 1) + 1024), static_cast<std::size_t>(dev.smem_per_sm));  // two per SM
   DeviceInfo old = dev;
   old.cluster_launch = false;
   EXPECT_EQ(geqr2_chol_config(old, 4096).cluster, 0);

@@ -300,24 +300,44 @@ TEST_F(UpdateKernels, CholPanel) {
     expect_accurate(padded(300, 200, 5, layout), short_one, -1, Distribution::rankdef, 0.0);
     expect_accurate(make_geqrf_desc(520, 520, 17, layout), short_two, -1, Distribution::mixed, 2.0);
   }
-  PlanHints hints;
-  hints.outer_nb = 32;
+  // The one-CTA form (hint 3): geqr2_wcol's panels of at most 512 rows, one CTA each, rows
+  // past the panel zero-filled up to a multiple of 32.
+  PlanHints one_cta_one, one_cta_two;
+  one_cta_one.outer_nb = 32;
+  one_cta_two.outer_nb = 64;
+  one_cta_one.panel.chol = one_cta_two.panel.chol = 3;
+  for (int rows : {193, 450, 512}) {
+    const cuda::PanelPlan pp = cuda::panel_plan(dev_, rows, 32, 32, true, 3, one_cta_one.panel);
+    ASSERT_EQ(cuda::chol_panel_config(dev_, rows, 32, 3, pp, one_cta_one.panel).cluster, 1) << rows;
+  }
   for (Layout layout : {Layout::row_major, Layout::col_major}) {
-    const GeqrfDesc d = make_geqrf_desc(1500, 64, 6, layout);
-    const std::uint64_t seed = fresh_seed();
-    std::vector<float> h = generate_batch(d, Distribution::dense, 1.0, seed);
-    auto at = [&](int b, int i, int j) -> float& {
-      return h[b * d.stride + (layout == Layout::row_major ? i * d.ld + j : j * d.ld + i)];
-    };
-    for (int i = 0; i < d.m; ++i) {
-      at(1, i, 5) = 0.0f;          // a zero column: a zero pivot
-      at(2, i, 7) = at(2, i, 3);   // two equal columns
-      for (int j = 0; j < d.n; ++j) {
-        at(3, i, j) *= 1e-35f;     // R below 2^-100
-        at(4, i, j) *= 1e30f;      // still on the Cholesky panel
+    expect_accurate(make_geqrf_desc(512, 512, 5, layout), one_cta_two, -1, Distribution::mixed, 2.0);
+    expect_accurate(make_geqrf_desc(450, 96, 7, layout), one_cta_one, -1, Distribution::dense, 1.0);
+    expect_accurate(padded(300, 200, 5, layout), one_cta_one, -1, Distribution::rankdef, 0.0);
+    expect_accurate(make_geqrf_desc(520, 520, 17, layout), one_cta_two, -1, Distribution::clustered, 0.0);
+    expect_accurate(make_geqrf_desc(700, 300, 3, layout), one_cta_two, -1, Distribution::nearcollinear, 0.0);
+  }
+  for (const PlanHints& hints : {PlanHints{}, one_cta_one}) {
+    for (Layout layout : {Layout::row_major, Layout::col_major}) {
+      const bool one_cta = hints.panel.chol == 3;
+      const GeqrfDesc d = make_geqrf_desc(one_cta ? 400 : 1500, 64, 6, layout);
+      const std::uint64_t seed = fresh_seed();
+      std::vector<float> h = generate_batch(d, Distribution::dense, 1.0, seed);
+      auto at = [&](int b, int i, int j) -> float& {
+        return h[b * d.stride + (layout == Layout::row_major ? i * d.ld + j : j * d.ld + i)];
+      };
+      for (int i = 0; i < d.m; ++i) {
+        at(1, i, 5) = 0.0f;          // a zero column: a zero pivot
+        at(2, i, 7) = at(2, i, 3);   // two equal columns
+        for (int j = 0; j < d.n; ++j) {
+          at(3, i, j) *= 1e-35f;     // R below 2^-100
+          at(4, i, j) *= 1e30f;      // still on the Cholesky panel
+        }
       }
+      PlanHints h32 = hints;
+      h32.outer_nb = 32;
+      check_batch(d, h32, h, describe(d, Distribution::dense, 1.0, seed) + " with fallbacks");
     }
-    check_batch(d, hints, h, describe(d, Distribution::dense, 1.0, seed) + " with fallbacks");
   }
 }
 

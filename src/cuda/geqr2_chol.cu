@@ -18,13 +18,21 @@
 //      writes them, in place and as V^T; rank 0 also writes the top 32 rows (L below the
 //      diagonal, S R on and above), tau and T.
 //
+// The one-CTA form (a panel of at most kCholMaxRowsPerCta rows, no cluster) keeps the panel
+// in FP32 (its entries converted as the products read them) and reuses its small matrices'
+// storage as their lives end, so that two CTAs share an SM (~106 KB each at 512 rows): at
+// large batches the panel is a throughput problem, and the serial factorizations use three
+// of the eight warps.
+//
 // In exact arithmetic this is the Householder QR of the panel (the reflectors are unique
 // up to the signs S). In FP64 the Cholesky QR of a panel with kappa <= 3e3 is orthogonal to
 // ~1e-9; the outputs are rounded to FP32 once.
 #include <cooperative_groups.h>
 
 #include <cfloat>
+#include <cstdint>
 
+#include "cuda/async_copy.cuh"
 #include "cuda/cluster_launch.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/geqr2_chol.hpp"
@@ -57,7 +65,8 @@ __device__ __forceinline__ void dmma(double (&d)[2], double a, double b) {
 
 // The 32 x 32 matrices are row-major, kSmallLd apart.
 struct CholSmem {
-  double* a;     // [RC][kLdA]: this CTA's rows, FP64
+  double* a;     // [RC][kLdA]: this CTA's rows, FP64 (cluster form)
+  float* af;     // [RC][32]: the panel, FP32, columns swizzled by chol_swizzle (one-CTA form)
   double* top;   // the panel's first 32 rows (every CTA loads them)
   double* gp;    // this CTA's part of G (read by the other CTAs until they arrive)
   double* r;     // G, then R
@@ -83,6 +92,7 @@ static_assert(4 * kTiles * 64 <= 3 * kSmallDoubles, "red fits in li, m and t");
 
 __device__ __forceinline__ CholSmem carve(unsigned char* raw, int rc) {
   CholSmem s;
+  s.af = nullptr;
   s.a = reinterpret_cast<double*>(raw);
   double* x = s.a + rc * kLdA;
   for (double** m : {&s.top, &s.gp, &s.r, &s.rit, &s.q, &s.li, &s.m, &s.t}) {
@@ -101,19 +111,66 @@ __device__ __forceinline__ CholSmem carve(unsigned char* raw, int rc) {
   return s;
 }
 
-// Z = X Y (32 x 32, FP64 tensor cores) with X(i, k) = x(i, k) and Y(k, j) = y(k, j):
-// warp w forms the 8 x 8 tiles w and w + 8 and stores them through z(i, j, value).
+// One-CTA form: the five 32 x 32 slots. R^-T's, Q_top's and L^-1's (contiguous) hold the
+// warps' tree sum of G first; M replaces R^-T and T replaces L^-1 once both products have
+// read them.
+constexpr int kOneCtaSmall = 5;
+static_assert(4 * kTiles * 64 <= 3 * kSmallDoubles, "red fits in rit, q and li");
+
+// One-CTA form: column c of panel row r lies at r * 32 + (c ^ chol_swizzle(r)). Both
+// fragment reads are then free of bank conflicts: G's (rows 4 k + 0..3, columns 8 b + 0..7)
+// and the V pass's (rows 8 b + 0..7, columns 4 k + 0..3). Multiples of 4: float4 groups
+// stay whole.
+__host__ __device__ constexpr int chol_swizzle(int r) { return ((r & 3) << 3) ^ (((r >> 2) & 1) << 2); }
+
+__device__ __forceinline__ CholSmem carve_one_cta(unsigned char* raw, int rc) {
+  CholSmem s;
+  s.a = nullptr;
+  s.af = reinterpret_cast<float*>(raw);
+  double* x = reinterpret_cast<double*>(s.af + rc * 32);  // rc is a multiple of 32: 16-byte aligned
+  s.top = s.gp = nullptr;
+  s.r = x;
+  s.rit = x + kSmallDoubles;
+  s.q = x + 2 * kSmallDoubles;
+  s.li = x + 3 * kSmallDoubles;
+  s.uit = x + 4 * kSmallDoubles;
+  s.m = s.rit;
+  s.t = s.li;
+  s.red = s.rit;
+  s.vec = x + kOneCtaSmall * kSmallDoubles;
+  s.urow = s.vec + 64;
+  s.sign = s.urow + 64;
+  s.rsq = s.sign + 32;
+  s.rdiag = s.rsq + 32;
+  s.norms = s.rdiag + 32;
+  s.ok = reinterpret_cast<int*>(s.norms + 2);
+  return s;
+}
+
+// Tile h (0, 1) of the two 8 x 8 tiles of Z = X Y (32 x 32, FP64 tensor cores) that warp w
+// forms, w and w + 8, with X(i, k) = x(i, k) and Y(k, j) = y(k, j): d[e] = Z(small_row(h),
+// small_col(h, e)).
+__device__ __forceinline__ int small_row(int h, int warp, int lane) { return 8 * ((warp + h * kWarps) >> 2) + (lane >> 2); }
+__device__ __forceinline__ int small_col(int h, int e, int warp, int lane) {
+  return 8 * ((warp + h * kWarps) & 3) + 2 * (lane & 3) + e;
+}
+template <class FX, class FY>
+__device__ __forceinline__ void small_product_tile(FX x, FY y, double (&d)[2], int h, int warp, int lane) {
+  const int tile = warp + h * kWarps, bi = tile >> 2, bj = tile & 3;
+  d[0] = d[1] = 0.0;
+#pragma unroll
+  for (int ks = 0; ks < 8; ++ks)
+    dmma(d, x(8 * bi + (lane >> 2), 4 * ks + (lane & 3)), y(4 * ks + (lane & 3), 8 * bj + (lane >> 2)));
+}
+// Z = X Y, each tile stored through z(i, j, value) once formed.
 template <class FX, class FY, class FZ>
 __device__ __forceinline__ void small_product(FX x, FY y, FZ z, int warp, int lane) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int tile = warp + h * kWarps, bi = tile >> 2, bj = tile & 3;
-    double d[2] = {0.0, 0.0};
+    double d[2];
+    small_product_tile(x, y, d, h, warp, lane);
 #pragma unroll
-    for (int ks = 0; ks < 8; ++ks)
-      dmma(d, x(8 * bi + (lane >> 2), 4 * ks + (lane & 3)), y(4 * ks + (lane & 3), 8 * bj + (lane >> 2)));
-#pragma unroll
-    for (int e = 0; e < 2; ++e) z(8 * bi + (lane >> 2), 8 * bj + 2 * (lane & 3) + e, d[e]);
+    for (int e = 0; e < 2; ++e) z(small_row(h, warp, lane), small_col(h, e, warp, lane), d[e]);
   }
 }
 
@@ -123,25 +180,58 @@ struct CholKernelArgs {
   int* flag;
 };
 
-template <Layout L>
-__global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholKernelArgs args) {
+// kCluster: the cluster form (FP64 rows in shared memory, one cluster per matrix); else
+// the one-CTA form (two CTAs per SM).
+template <Layout L, bool kCluster>
+__global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_kernel(const CholKernelArgs args) {
   const Geqr2RegArgs& p = args.p;
-  cg::cluster_group cluster = cg::this_cluster();
-  const int cs = p.cluster;
-  const int rank = static_cast<int>(cluster.block_rank());
+  const int cs = kCluster ? p.cluster : 1;
+  const int rank = kCluster ? static_cast<int>(cg::this_cluster().block_rank()) : 0;
   const std::int64_t mat = blockIdx.x / cs;
   const int rc = args.rows_per_cta;
   const int rb = rank * rc;
   const int nloc = max(0, min(p.rows - rb, rc));
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  const CholSmem s = carve(smem_raw, rc);
+  const CholSmem s = kCluster ? carve(smem_raw, rc) : carve_one_cta(smem_raw, rc);
   const MatrixView<L> A = MatrixView<L>{p.a + mat * p.stride, p.ld}.offset(p.j0, p.j0);
+  // Entry (r, c) of this CTA's rows, in FP64.
+  auto pa = [&](int r, int c) -> double {
+    if constexpr (kCluster) return s.a[r * kLdA + c];
+    else return static_cast<double>(s.af[r * 32 + (c ^ chol_swizzle(r))]);
+  };
 
   // --- this CTA's rows and the first 32 rows, in FP64 ------------------------------------
   // Loads issued in two rounds of up to 32 per thread before their stores (one round trip
-  // each, not one per element).
-  {
+  // each, not one per element). The one-CTA form copies the panel as it is (cp.async).
+  if constexpr (!kCluster) {
+    // Row-major rows in 16-byte groups where every group is aligned (the swizzle moves
+    // whole groups).
+    const bool by16 = L == Layout::row_major && p.ld % 4 == 0 && reinterpret_cast<std::uintptr_t>(&A(0, 0)) % 16 == 0;
+    if (by16) {
+      for (int idx = tid; idx < rc * 8; idx += kCholThreads) {
+        const int r = idx >> 3, c = 4 * (idx & 7);
+        float* dst = s.af + r * 32 + (c ^ chol_swizzle(r));
+        if (r < nloc) async_copy16(dst, &A(r, c));
+        else *reinterpret_cast<float4*>(dst) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      }
+    }
+    for (int idx = by16 ? rc * 32 : tid; idx < rc * 32; idx += kCholThreads) {
+      int r, c;
+      if constexpr (L == Layout::row_major) {
+        r = idx >> 5;
+        c = idx & 31;
+      } else {
+        c = idx / rc;
+        r = idx - c * rc;
+      }
+      float* dst = s.af + r * 32 + (c ^ chol_swizzle(r));
+      if (r < nloc) async_copy(dst, &A(r, c));
+      else *dst = 0.0f;
+    }
+    if (tid < 128) s.vec[tid] = 0.0;  // as below
+    async_wait();
+  } else {
     constexpr int kIter = kCholMaxRowsPerCta * 32 / kCholThreads / 2, kTopIter = 32 * 32 / kCholThreads;
     const int total = rc * 32;
     auto rc_of = [&](int idx, int rows, int& r, int& c) {
@@ -196,8 +286,8 @@ __global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholK
 #pragma unroll
     for (int t = 0; t < kTiles; ++t) g[t][0] = g[t][1] = 0.0;
     for (int ks = warp; 4 * ks < nloc; ks += kWarps) {  // rows past the panel are zero
-      const double* row = s.a + (4 * ks + (lane & 3)) * kLdA + (lane >> 2);
-      const double x[4] = {row[0], row[8], row[16], row[24]};
+      const int r = 4 * ks + (lane & 3), c = lane >> 2;
+      const double x[4] = {pa(r, c), pa(r, c + 8), pa(r, c + 16), pa(r, c + 24)};
       int t = 0;
 #pragma unroll
       for (int bi = 0; bi < 4; ++bi)
@@ -221,15 +311,18 @@ __global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholK
       __syncthreads();
     }
     if (warp == 0) {
+      double* gp = kCluster ? s.gp : s.r;  // one CTA: G itself
       int t = 0;
 #pragma unroll
       for (int bi = 0; bi < 4; ++bi)
 #pragma unroll
         for (int bj = bi; bj < 4; ++bj, ++t)
 #pragma unroll
-          for (int e = 0; e < 2; ++e) s.gp[(8 * bi + (lane >> 2)) * kSmallLd + 8 * bj + 2 * (lane & 3) + e] = g[t][e];
+          for (int e = 0; e < 2; ++e) gp[(8 * bi + (lane >> 2)) * kSmallLd + 8 * bj + 2 * (lane & 3) + e] = g[t][e];
     }
   }
+  if constexpr (kCluster) {
+  cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();
   // Every CTA sums the CTAs' parts in rank order (the upper triangle is all it reads).
   for (int idx = tid; idx < 32 * 32; idx += kCholThreads) {
@@ -241,6 +334,7 @@ __global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholK
   }
   // This CTA has read the others' parts: they may leave once they are done (wait at exit).
   asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+  }
   __syncthreads();
 
   // --- 2. R, the reconstruction, the checks ---------------------------------------------
@@ -279,7 +373,7 @@ __global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholK
   if (tid == 0 && !(sqrt(s.norms[0] * s.norms[1]) <= kCholMaxKappa)) s.ok[0] = 0;
   __syncthreads();
   // Q_top = A_top R^-1 (R^-1(k, j) = R^-T(j, k)).
-  small_product([&](int i, int k) { return s.top[i * kSmallLd + k]; },
+  small_product([&](int i, int k) { return kCluster ? s.top[i * kSmallLd + k] : pa(i, k); },
                 [&](int k, int j) { return s.rit[j * kSmallLd + k]; },
                 [&](int i, int j, double x) { s.q[i * kSmallLd + j] = x; }, warp, lane);
   __syncthreads();
@@ -296,20 +390,41 @@ __global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholK
     idle_steps();
   }
   __syncthreads();
-  // M = R^-1 U^-1 and T = -(U S) L^-T.
-  small_product([&](int i, int k) { return s.rit[k * kSmallLd + i]; },
-                [&](int k, int j) { return s.uit[j * kSmallLd + k]; },
-                [&](int i, int j, double x) { s.m[i * kSmallLd + j] = x; }, warp, lane);
-  small_product([&](int i, int k) { return k >= i ? s.q[i * kSmallLd + k] * s.sign[k] : 0.0; },
-                [&](int k, int j) { return s.li[j * kSmallLd + k]; },
-                [&](int i, int j, double x) { s.t[i * kSmallLd + j] = -x; }, warp, lane);
+  // M = R^-1 U^-1 and T = -(U S) L^-T (one CTA: into R^-T's and L^-1's places, once both
+  // products have read them).
+  {
+    auto mx = [&](int i, int k) { return s.rit[k * kSmallLd + i]; };
+    auto my = [&](int k, int j) { return s.uit[j * kSmallLd + k]; };
+    auto tx = [&](int i, int k) { return k >= i ? s.q[i * kSmallLd + k] * s.sign[k] : 0.0; };
+    auto ty = [&](int k, int j) { return s.li[j * kSmallLd + k]; };
+    if constexpr (kCluster) {
+      small_product(mx, my, [&](int i, int j, double x) { s.m[i * kSmallLd + j] = x; }, warp, lane);
+      small_product(tx, ty, [&](int i, int j, double x) { s.t[i * kSmallLd + j] = -x; }, warp, lane);
+    } else {
+      double dm[2][2], dt[2][2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        small_product_tile(mx, my, dm[h], h, warp, lane);
+        small_product_tile(tx, ty, dt[h], h, warp, lane);
+      }
+      __syncthreads();
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int idx = small_row(h, warp, lane) * kSmallLd + small_col(h, e, warp, lane);
+          s.m[idx] = dm[h][e];
+          s.t[idx] = -dt[h][e];
+        }
+    }
+  }
   __syncthreads();
   {
     bool fin = true;
     for (int idx = tid; idx < 32 * 32; idx += kCholThreads) fin = fin && isfinite(s.m[idx]) && isfinite(s.t[idx]);
     if (__syncthreads_or(!fin) || *s.ok == 0) {
       if (rank == 0 && tid == 0) args.flag[mat] = 1;
-      asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+      if constexpr (kCluster) asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
       return;
     }
   }
@@ -348,7 +463,7 @@ __global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholK
     for (int blk = first + warp; 8 * blk < nloc; blk += kWarps) {
       double a[8];
 #pragma unroll
-      for (int ks = 0; ks < 8; ++ks) a[ks] = s.a[(8 * blk + (lane >> 2)) * kLdA + 4 * ks + (lane & 3)];
+      for (int ks = 0; ks < 8; ++ks) a[ks] = pa(8 * blk + (lane >> 2), 4 * ks + (lane & 3));
       double v[4][2];
 #pragma unroll
       for (int bj = 0; bj < 4; ++bj) {
@@ -357,7 +472,17 @@ __global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholK
         for (int ks = 0; ks <= 2 * bj + 1; ++ks) dmma(v[bj], a[ks], mb[ks][bj]);
       }
       const int r = 8 * blk + (lane >> 2);  // this lane's row (in this CTA)
-      if (r < nloc) {
+      if constexpr (!kCluster) {
+        // Into the panel's place (this warp's rows only, read above); stored below in rows.
+        __syncwarp();
+#pragma unroll
+        for (int bj = 0; bj < 4; ++bj)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int col = 8 * bj + 2 * (lane & 3) + e;
+            s.af[r * 32 + (col ^ chol_swizzle(r))] = static_cast<float>(v[bj][e]);
+          }
+      } else if (r < nloc) {
         const int rg = rb + r;
 #pragma unroll
         for (int bj = 0; bj < 4; ++bj)
@@ -371,8 +496,29 @@ __global__ void __launch_bounds__(kCholThreads, 1) geqr2_chol_kernel(const CholK
       }
     }
   }
+  if constexpr (!kCluster) {
+    // V below the first 32 rows, from shared memory: whole rows (or columns) per warp.
+    __syncthreads();
+    const int nv = nloc - 32;
+    for (int idx = tid; idx < nv * 32; idx += kCholThreads) {
+      int r, c;
+      if constexpr (L == Layout::row_major) {
+        r = 32 + (idx >> 5);
+        c = idx & 31;
+      } else {
+        c = idx / nv;
+        r = 32 + idx - c * nv;
+      }
+      A(r, c) = s.af[r * 32 + (c ^ chol_swizzle(r))];
+    }
+    if (vt != nullptr)
+      for (int idx = tid; idx < nv * 32; idx += kCholThreads) {
+        const int r = 32 + (idx >> 5), c = idx & 31;
+        vt[static_cast<std::int64_t>(r) * p.vt_ld + c] = s.af[r * 32 + (c ^ chol_swizzle(r))];
+      }
+  }
   // No CTA may leave while another still reads its shared memory.
-  asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+  if constexpr (kCluster) asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
 }
 
 template <Layout L>
@@ -380,24 +526,41 @@ Status launch(const Geqr2RegArgs& p, const CholConfig& cfg, int* flag, std::int6
   CholKernelArgs args{p, cfg.rows_per_cta, flag};
   args.p.cluster = cfg.cluster;
   const ClusterLaunch l(dim3(static_cast<unsigned>(batch * cfg.cluster)), dim3(kCholThreads),
-                       geqr2_chol_smem(cfg.rows_per_cta), stream, cfg.cluster);
-  BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&l.cfg, geqr2_chol_kernel<L>, args));
+                       geqr2_chol_smem(cfg.rows_per_cta, cfg.cluster), stream, cfg.cluster);
+  if (cfg.cluster > 1) BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&l.cfg, geqr2_chol_kernel<L, true>, args));
+  else BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&l.cfg, geqr2_chol_kernel<L, false>, args));
   return Status::success;
 }
 
 template <Layout L>
-Status raise_limits() {
-  BATCHQR_CUDA_TRY(cudaFuncSetAttribute(geqr2_chol_kernel<L>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(geqr2_chol_smem(kCholMaxRowsPerCta))));
-  BATCHQR_CUDA_TRY(cudaFuncSetAttribute(geqr2_chol_kernel<L>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+Status raise_limits(bool cluster) {
+  if (cluster) {
+    BATCHQR_CUDA_TRY(cudaFuncSetAttribute(geqr2_chol_kernel<L, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(geqr2_chol_smem(kCholMaxRowsPerCta, 2))));
+    BATCHQR_CUDA_TRY(
+        cudaFuncSetAttribute(geqr2_chol_kernel<L, true>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  }
+  BATCHQR_CUDA_TRY(cudaFuncSetAttribute(geqr2_chol_kernel<L, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(geqr2_chol_smem(kCholMaxRowsPerCta, 1))));
   return Status::success;
 }
 
 }  // namespace
 
-std::size_t geqr2_chol_smem(int rows_per_cta) {
+std::size_t geqr2_chol_smem(int rows_per_cta, int cluster) {
+  if (cluster <= 1)
+    return sizeof(float) * static_cast<std::size_t>(rows_per_cta) * 32 +
+           sizeof(double) * (kOneCtaSmall * kSmallDoubles + kTailDoubles) + sizeof(int);
   return sizeof(double) * (static_cast<std::size_t>(rows_per_cta) * kLdA + kSmallMatrices * kSmallDoubles + kTailDoubles) +
          sizeof(int);
+}
+
+CholConfig geqr2_chol_one_cta_config(int rows) {
+  CholConfig c;
+  if (rows < 32 || rows > kCholMaxRowsPerCta) return c;
+  c.cluster = 1;
+  c.rows_per_cta = (rows + 31) / 32 * 32;
+  return c;
 }
 
 CholConfig geqr2_chol_config(const DeviceInfo& dev, int rows, int rows_per_cta_max) {
@@ -411,14 +574,17 @@ CholConfig geqr2_chol_config(const DeviceInfo& dev, int rows, int rows_per_cta_m
   return c;
 }
 
-Status geqr2_chol_initialize() {
-  const Status st = raise_limits<Layout::row_major>();
-  return st == Status::success ? raise_limits<Layout::col_major>() : st;
+Status geqr2_chol_initialize(bool cluster) {
+  const Status st = raise_limits<Layout::row_major>(cluster);
+  return st == Status::success ? raise_limits<Layout::col_major>(cluster) : st;
 }
 
 Status launch_geqr2_chol(Layout layout, const Geqr2RegArgs& args, const CholConfig& cfg, int* flag, std::int64_t batch,
                          cudaStream_t stream) {
-  if (cfg.cluster < 2 || args.ncols != kCholWidth || args.nrefl != kCholWidth) return Status::backend_error;
+  if (cfg.cluster < 1 || args.ncols != kCholWidth || args.nrefl != kCholWidth) return Status::backend_error;
+  if (cfg.rows_per_cta % 32 != 0 || cfg.rows_per_cta > kCholMaxRowsPerCta ||
+      static_cast<std::int64_t>(cfg.rows_per_cta) * cfg.cluster < args.rows)
+    return Status::backend_error;
   return layout == Layout::row_major ? launch<Layout::row_major>(args, cfg, flag, batch, stream)
                                      : launch<Layout::col_major>(args, cfg, flag, batch, stream);
 }

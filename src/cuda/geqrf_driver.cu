@@ -110,7 +110,7 @@ Status GeqrfOperation::initialize(const DeviceInfo& dev) {
   if (st == Status::success) st = larfb_stripe_initialize();
   if (st == Status::success) st = geqr2_wcol_initialize(dev);
   if (st == Status::success) st = geqr2_cta_initialize(dev);
-  if (st == Status::success && dev.cluster_launch) st = geqr2_chol_initialize();
+  if (st == Status::success) st = geqr2_chol_initialize(dev.cluster_launch);
   return st;
 }
 

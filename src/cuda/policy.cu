@@ -163,12 +163,26 @@ CholConfig chol_panel_config(const DeviceInfo& dev, int rows, int ncols, std::in
   // the panels' CTAs then take SMs from the trailing update that runs beside them. CTAs of
   // 512 rows instead of 256 lost at 1024 rows (1024 x 4 1.78 against 1.67 ms).
   const bool tall = rows > 32 * 32 && pp.wcol_rows_per_lane == 0 && pp.reg.rows_per_warp > 0 && pp.reg.cluster >= 2;
+  // The one-CTA form on geqr2_wcol's panels of many matrices (chol_one_cta_panel).
+  if (pp.wcol_rows_per_lane > 0 && rows <= kCholMaxRowsPerCta &&
+      (hints.chol == 3 || (hints.chol == -1 && chol_one_cta_panel(dev, rows, batch))))
+    return geqr2_chol_one_cta_config(rows);
   const bool shorter =
-      pp.wcol_rows_per_lane > 0 && (hints.chol == 2 || (hints.chol == -1 && batch <= kCholShortMaxBatch));
+      pp.wcol_rows_per_lane > 0 && (hints.chol >= 2 || (hints.chol == -1 && batch <= kCholShortMaxBatch));
   if (!tall && !shorter) return {};
   const int cap = hints.chol_rows > 0 ? hints.chol_rows
                                       : (tall ? kCholMaxRowsPerCta : std::min(256, ((rows + 1) / 2 + 31) / 32 * 32));
   return geqr2_chol_config(dev, rows, cap);
+}
+
+bool chol_one_cta_panel(const DeviceInfo& dev, int rows, std::int64_t batch) {
+  // Measured (docs/perf-notes.md v18, whole factorizations, row-major, ms, geqr2_wcol against
+  // the one-CTA form on every geqr2_wcol panel of at most 512 rows): 512^2 x640 4.79 / 4.61,
+  // 400^2 x640 3.56 / 3.48, 512^2 x264 2.26 / 2.19, but 256^2 x640 (panels of 193-256 rows,
+  // where geqr2_wcol holds three CTAs per SM) 1.27 / 1.31, 640^2 x300 (its panels of <= 512
+  // rows: 1.14 waves) 4.69 / 4.95, 1024^2 x60 3.93 / 4.27, 352^2 x40 0.561 / 0.556.
+  return rows > kCholOneCtaMinRows && rows <= kCholMaxRowsPerCta &&
+         batch >= kCholOneCtaMinWaves * 2 * static_cast<std::int64_t>(dev.sm_count);
 }
 
 bool wcol_panel(const DeviceInfo&, int rows, int ncols, std::int64_t) {

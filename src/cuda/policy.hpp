@@ -53,7 +53,8 @@ struct PanelHints {
                           // c > 1: every panel of >= 32 c rows on a cluster of c CTAs
   int wcol = -1;          // 0 / 1: panels of at most 1024 rows never / always on geqr2_wcol; -1: the policy's
   int chol = -1;          // the Cholesky QR panel (geqr2_chol.hpp): -1 where the policy takes it; 0 never;
-                          // 1 panels of more than 1024 rows only; 2 also geqr2_wcol's panels at any batch
+                          // 1 panels of more than 1024 rows only; 2 also geqr2_wcol's panels at any batch;
+                          // 3 as 2, but its panels of at most 512 rows on its one-CTA form
   int chol_rows = 0;      // > 0: at most this many rows per CTA of the Cholesky QR panel
 };
 
@@ -147,6 +148,14 @@ inline constexpr int kMinSplitRows = 256;
 // - geqr2_wcol's panels (193-1024 rows) of at most kCholShortMaxBatch matrices, on CTAs of
 //   at most 256 rows (at least two), geqr2_wcol being the fallback.
 inline constexpr std::int64_t kCholShortMaxBatch = 8;
+// Whether a geqr2_wcol panel of `rows` x 32 of each of `batch` matrices goes to the Cholesky
+// QR panel's one-CTA form (two CTAs per SM; geqr2_wcol the fallback): panels of more than
+// kCholOneCtaMinRows rows (where geqr2_wcol also holds two CTAs per SM, not three) and at
+// most kCholMaxRowsPerCta, while the batch fills at least kCholOneCtaMinWaves waves of two
+// CTAs per SM.
+inline constexpr int kCholOneCtaMinRows = 256;
+inline constexpr std::int64_t kCholOneCtaMinWaves = 2;
+bool chol_one_cta_panel(const DeviceInfo& dev, int rows, std::int64_t batch);
 CholConfig chol_panel_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch, const PanelPlan& pp,
                              const PanelHints& hints);
 
