@@ -497,21 +497,40 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
     }
   }
   if constexpr (!kCluster) {
-    // V below the first 32 rows, from shared memory: whole rows (or columns) per warp.
+    // V below the first 32 rows, from shared memory: whole rows (or columns) per warp, in
+    // 16-byte groups where the destination's groups are aligned.
     __syncthreads();
     const int nv = nloc - 32;
-    for (int idx = tid; idx < nv * 32; idx += kCholThreads) {
-      int r, c;
-      if constexpr (L == Layout::row_major) {
-        r = 32 + (idx >> 5);
-        c = idx & 31;
-      } else {
-        c = idx / nv;
-        r = 32 + idx - c * nv;
+    auto group = [&](int r, int c) {
+      return *reinterpret_cast<const float4*>(s.af + r * 32 + (c ^ chol_swizzle(r)));
+    };
+    const bool vt16 = vt != nullptr && p.vt_ld % 4 == 0 && reinterpret_cast<std::uintptr_t>(vt) % 16 == 0;
+    if (L == Layout::row_major && p.ld % 4 == 0 && reinterpret_cast<std::uintptr_t>(&A(0, 0)) % 16 == 0) {
+      for (int idx = tid; idx < nv * 8; idx += kCholThreads) {
+        const int r = 32 + (idx >> 3), c = 4 * (idx & 7);
+        const float4 x = group(r, c);
+        *reinterpret_cast<float4*>(&A(r, c)) = x;
+        if (vt16) *reinterpret_cast<float4*>(vt + static_cast<std::int64_t>(r) * p.vt_ld + c) = x;
       }
-      A(r, c) = s.af[r * 32 + (c ^ chol_swizzle(r))];
+    } else {
+      for (int idx = tid; idx < nv * 32; idx += kCholThreads) {
+        int r, c;
+        if constexpr (L == Layout::row_major) {
+          r = 32 + (idx >> 5);
+          c = idx & 31;
+        } else {
+          c = idx / nv;
+          r = 32 + idx - c * nv;
+        }
+        A(r, c) = s.af[r * 32 + (c ^ chol_swizzle(r))];
+      }
+      if (vt16)
+        for (int idx = tid; idx < nv * 8; idx += kCholThreads) {
+          const int r = 32 + (idx >> 3), c = 4 * (idx & 7);
+          *reinterpret_cast<float4*>(vt + static_cast<std::int64_t>(r) * p.vt_ld + c) = group(r, c);
+        }
     }
-    if (vt != nullptr)
+    if (vt != nullptr && !vt16)
       for (int idx = tid; idx < nv * 32; idx += kCholThreads) {
         const int r = 32 + (idx >> 5), c = idx & 31;
         vt[static_cast<std::int64_t>(r) * p.vt_ld + c] = s.af[r * 32 + (c ^ chol_swizzle(r))];
