@@ -88,7 +88,7 @@ struct CholSmem {
 
 constexpr int kSmallMatrices = 8;
 constexpr int kTailDoubles = 64 + 64 + 32 + 32 + 32 + 2;  // vec, urow, sign, rsq, rdiag, norms (then the int ok)
-static_assert(4 * kTiles * 64 <= 3 * kSmallDoubles, "red fits in li, m and t");
+static_assert(4 * kTiles * 64 <= 3 * kSmallDoubles, "red fits in three small matrices (li, m and t; one CTA: rit, q and li)");
 
 __device__ __forceinline__ CholSmem carve(unsigned char* raw, int rc) {
   CholSmem s;
@@ -115,13 +115,19 @@ __device__ __forceinline__ CholSmem carve(unsigned char* raw, int rc) {
 // warps' tree sum of G first; M replaces R^-T and T replaces L^-1 once both products have
 // read them.
 constexpr int kOneCtaSmall = 5;
-static_assert(4 * kTiles * 64 <= 3 * kSmallDoubles, "red fits in rit, q and li");
 
 // One-CTA form: column c of panel row r lies at r * 32 + (c ^ chol_swizzle(r)). Both
 // fragment reads are then free of bank conflicts: G's (rows 4 k + 0..3, columns 8 b + 0..7)
 // and the V pass's (rows 8 b + 0..7, columns 4 k + 0..3). Multiples of 4: float4 groups
 // stay whole.
 __host__ __device__ constexpr int chol_swizzle(int r) { return ((r & 3) << 3) ^ (((r >> 2) & 1) << 2); }
+
+// One-CTA form: whether every 16-byte group of a row-major panel's rows is aligned (then the
+// panel moves in float4 groups).
+template <Layout L>
+__device__ __forceinline__ bool rows_by16(const MatrixView<L>& A, std::int64_t ld) {
+  return L == Layout::row_major && ld % 4 == 0 && reinterpret_cast<std::uintptr_t>(&A(0, 0)) % 16 == 0;
+}
 
 __device__ __forceinline__ CholSmem carve_one_cta(unsigned char* raw, int rc) {
   CholSmem s;
@@ -207,7 +213,7 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
   if constexpr (!kCluster) {
     // Row-major rows in 16-byte groups where every group is aligned (the swizzle moves
     // whole groups).
-    const bool by16 = L == Layout::row_major && p.ld % 4 == 0 && reinterpret_cast<std::uintptr_t>(&A(0, 0)) % 16 == 0;
+    const bool by16 = rows_by16(A, p.ld);
     if (by16) {
       for (int idx = tid; idx < rc * 8; idx += kCholThreads) {
         const int r = idx >> 3, c = 4 * (idx & 7);
@@ -322,18 +328,18 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
     }
   }
   if constexpr (kCluster) {
-  cg::cluster_group cluster = cg::this_cluster();
-  cluster.sync();
-  // Every CTA sums the CTAs' parts in rank order (the upper triangle is all it reads).
-  for (int idx = tid; idx < 32 * 32; idx += kCholThreads) {
-    const int i = idx >> 5, j = idx & 31;
-    if (i > j) continue;
-    double sum = 0.0;
-    for (int q = 0; q < cs; ++q) sum += cluster.map_shared_rank(s.gp, q)[idx];
-    s.r[idx] = sum;
-  }
-  // This CTA has read the others' parts: they may leave once they are done (wait at exit).
-  asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+    cg::cluster_group cluster = cg::this_cluster();
+    cluster.sync();
+    // Every CTA sums the CTAs' parts in rank order (the upper triangle is all it reads).
+    for (int idx = tid; idx < 32 * 32; idx += kCholThreads) {
+      const int i = idx >> 5, j = idx & 31;
+      if (i > j) continue;
+      double sum = 0.0;
+      for (int q = 0; q < cs; ++q) sum += cluster.map_shared_rank(s.gp, q)[idx];
+      s.r[idx] = sum;
+    }
+    // This CTA has read the others' parts: they may leave once they are done (wait at exit).
+    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
   }
   __syncthreads();
 
@@ -505,7 +511,7 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
       return *reinterpret_cast<const float4*>(s.af + r * 32 + (c ^ chol_swizzle(r)));
     };
     const bool vt16 = vt != nullptr && p.vt_ld % 4 == 0 && reinterpret_cast<std::uintptr_t>(vt) % 16 == 0;
-    if (L == Layout::row_major && p.ld % 4 == 0 && reinterpret_cast<std::uintptr_t>(&A(0, 0)) % 16 == 0) {
+    if (rows_by16(A, p.ld)) {
       for (int idx = tid; idx < nv * 8; idx += kCholThreads) {
         const int r = 32 + (idx >> 3), c = 4 * (idx & 7);
         const float4 x = group(r, c);
