@@ -146,7 +146,8 @@ inline constexpr int kMinSplitRows = 256;
 // - taller than one CTA's register panel (1024 rows), on at most kCholMaxRowsPerCta rows
 //   per CTA, where the Householder panel it falls back to is a cluster's register panel;
 // - geqr2_wcol's panels (193-1024 rows) of at most kCholShortMaxBatch matrices, on CTAs of
-//   at most 256 rows (at least two), geqr2_wcol being the fallback.
+//   at most 256 rows (at least two), geqr2_wcol being the fallback;
+// - geqr2_wcol's panels of many matrices on one CTA each (chol_one_cta_panel below).
 inline constexpr std::int64_t kCholShortMaxBatch = 8;
 // Whether a geqr2_wcol panel of `rows` x 32 of each of `batch` matrices goes to the Cholesky
 // QR panel's one-CTA form (two CTAs per SM; geqr2_wcol the fallback): panels of more than
