@@ -90,6 +90,18 @@ constexpr int kSmallMatrices = 8;
 constexpr int kTailDoubles = 64 + 64 + 32 + 32 + 32 + 2;  // vec, urow, sign, rsq, rdiag, norms (then the int ok)
 static_assert(4 * kTiles * 64 <= 3 * kSmallDoubles, "red fits in three small matrices (li, m and t; one CTA: rit, q and li)");
 
+// The step vectors, S, the per-step scalars, the norms and the flag, from x on (kTailDoubles
+// doubles, then the int): the same in both forms.
+__device__ __forceinline__ void carve_tail(CholSmem& s, double* x) {
+  s.vec = x;
+  s.urow = s.vec + 64;
+  s.sign = s.urow + 64;
+  s.rsq = s.sign + 32;
+  s.rdiag = s.rsq + 32;
+  s.norms = s.rdiag + 32;
+  s.ok = reinterpret_cast<int*>(s.norms + 2);
+}
+
 __device__ __forceinline__ CholSmem carve(unsigned char* raw, int rc) {
   CholSmem s;
   s.af = nullptr;
@@ -101,13 +113,7 @@ __device__ __forceinline__ CholSmem carve(unsigned char* raw, int rc) {
   }
   s.uit = s.top;
   s.red = s.li;
-  s.vec = x;  // 16-byte aligned: the small matrices are 8 KB each, the rows kLdA = 36 doubles
-  s.urow = s.vec + 64;
-  s.sign = s.urow + 64;
-  s.rsq = s.sign + 32;
-  s.rdiag = s.rsq + 32;
-  s.norms = s.rdiag + 32;
-  s.ok = reinterpret_cast<int*>(s.norms + 2);
+  carve_tail(s, x);  // 16-byte aligned: the small matrices are 8 KB each, the rows kLdA = 36 doubles
   return s;
 }
 
@@ -143,13 +149,7 @@ __device__ __forceinline__ CholSmem carve_one_cta(unsigned char* raw, int rc) {
   s.m = s.rit;
   s.t = s.li;
   s.red = s.rit;
-  s.vec = x + kOneCtaSmall * kSmallDoubles;
-  s.urow = s.vec + 64;
-  s.sign = s.urow + 64;
-  s.rsq = s.sign + 32;
-  s.rdiag = s.rsq + 32;
-  s.norms = s.rdiag + 32;
-  s.ok = reinterpret_cast<int*>(s.norms + 2);
+  carve_tail(s, x + kOneCtaSmall * kSmallDoubles);
   return s;
 }
 

@@ -28,7 +28,8 @@ constexpr int kMaxK = 64;
 constexpr std::size_t kStripeTmaExtra = 1024 + 7 * TN * sizeof(float) + (2 * kWarps + 2) * sizeof(std::uint64_t);
 
 // Tensor maps for the TMA form (unused otherwise): V^T (rows of K floats) in boxes of 8
-// rows (phase 1) and of 64 rows (phase 3), and the matrices in boxes of 8 rows.
+// rows (phase 1) and of 64 rows (phase 3 on wgmma, K = 64; left zero for K = 32), and the
+// matrices in boxes of 8 rows.
 struct StripeMaps {
   CUtensorMap v, v64, c;
 };
@@ -49,6 +50,32 @@ __device__ __forceinline__ int grp(int r, int q) {
 }
 template <bool kTma = false>
 __device__ __forceinline__ int swz(int r, int c) { return r * TN + (grp<kTma>(r, c >> 2) << 2) + (c & 3); }
+
+// Phase 1's products for one 8-row chunk: acc[mt][nt] += (V^T C) in 3xTF32, from this lane's
+// V values of its two rows (va[h]) and C values (cb[h], four columns each). The A fragment of
+// m-tile mt takes k = lo for row g, hi for row g + 8: kHalves (the TMA form's boxes) mt and
+// KL / 2 + mt (the second box for K = 64, the group's second half for K = 32); else 2 mt and
+// 2 mt + 1.
+template <bool kHalves, int MT, int KL>
+__device__ __forceinline__ void chunk_product(float (&acc)[MT][4][4], const float (&va)[2][KL], const float (&cb)[2][4]) {
+  std::uint32_t bb[4][2], bs[4][2];
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    split_tf32(cb[0][nt], bb[nt][0], bs[nt][0]);
+    split_tf32(cb[1][nt], bb[nt][1], bs[nt][1]);
+  }
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    const int lo = kHalves ? mt : 2 * mt, hi = kHalves ? KL / 2 + mt : 2 * mt + 1;
+    std::uint32_t ab[4], as[4];
+    split_tf32(va[0][lo], ab[0], as[0]);
+    split_tf32(va[0][hi], ab[1], as[1]);
+    split_tf32(va[1][lo], ab[2], as[2]);
+    split_tf32(va[1][hi], ab[3], as[3]);
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) mma_3xtf32(acc[mt][nt], ab, as, bb[nt], bs[nt]);
+  }
+}
 
 template <bool kTma = false>
 __device__ __forceinline__ float4 ld4(const float* s, int r, int c4) {
@@ -597,23 +624,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
         const float4 c = *reinterpret_cast<const float4*>(sC + r0 * TN + off);
         cb[h][0] = c.x; cb[h][1] = c.y; cb[h][2] = c.z; cb[h][3] = c.w;
       }
-      std::uint32_t bb[4][2], bs[4][2];
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt) {
-        split_tf32(cb[0][nt], bb[nt][0], bs[nt][0]);
-        split_tf32(cb[1][nt], bb[nt][1], bs[nt][1]);
-      }
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        std::uint32_t ab[4], as[4];
-        constexpr int HI = KL / 2;  // row g + 8's k: the second box (K = 64) or group half (K = 32)
-        split_tf32(va[0][mt], ab[0], as[0]);
-        split_tf32(va[0][HI + mt], ab[1], as[1]);
-        split_tf32(va[1][mt], ab[2], as[2]);
-        split_tf32(va[1][HI + mt], ab[3], as[3]);
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) mma_3xtf32(acc[mt][nt], ab, as, bb[nt], bs[nt]);
-      }
+      chunk_product<true>(acc, va, cb);
       __syncwarp();  // the stage is refilled by the chunk after next
     }
   } else {
@@ -706,22 +717,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
       cb[h][2] = f.z;
       cb[h][3] = f.w;
     }
-    std::uint32_t bb[4][2], bs[4][2];
-#pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
-      split_tf32(cb[0][nt], bb[nt][0], bs[nt][0]);
-      split_tf32(cb[1][nt], bb[nt][1], bs[nt][1]);
-    }
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      std::uint32_t ab[4], as[4];
-      split_tf32(va[0][2 * mt], ab[0], as[0]);
-      split_tf32(va[0][2 * mt + 1], ab[1], as[1]);
-      split_tf32(va[1][2 * mt], ab[2], as[2]);
-      split_tf32(va[1][2 * mt + 1], ab[3], as[3]);
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt) mma_3xtf32(acc[mt][nt], ab, as, bb[nt], bs[nt]);
-    }
+    chunk_product<false>(acc, va, cb);
     __syncwarp();  // the stage is refilled by the next chunk's copies
   }
   }  // kTma
@@ -1065,8 +1061,10 @@ Status launch(const LarfbOperands& p, std::int64_t batch, cudaStream_t stream) {
     const auto b = static_cast<std::uint64_t>(batch);
     const auto v_ld = static_cast<std::uint64_t>(p.vt_ld) * sizeof(float);
     const auto v_stride = static_cast<std::uint64_t>(p.vt_stride) * sizeof(float);
+    // The 64-row V boxes serve phase 3 on wgmma only (K = 64): not encoded for K = 32.
     tma = aligned && encode_tensor_map_3d(&maps.v, p.vt, K, static_cast<std::uint64_t>(p.rows), b, v_ld, v_stride, 32, 8) &&
-          encode_tensor_map_3d(&maps.v64, p.vt, K, static_cast<std::uint64_t>(p.rows), b, v_ld, v_stride, 32, 64) &&
+          (!kDiet<K> ||
+           encode_tensor_map_3d(&maps.v64, p.vt, K, static_cast<std::uint64_t>(p.rows), b, v_ld, v_stride, 32, 64)) &&
           encode_tensor_map_3d(&maps.c, p.a, static_cast<std::uint64_t>(p.col0 + p.ncols),
                                static_cast<std::uint64_t>(p.j0 + p.rows), b, static_cast<std::uint64_t>(p.ld) * sizeof(float),
                                static_cast<std::uint64_t>(p.stride) * sizeof(float), TN, 8);
