@@ -208,35 +208,44 @@ TEST_F(UpdateKernels, PanelKernels) {
   }
 }
 
-// geqr2_cta (the whole matrix in one CTA's registers) forced on every compiled shape (8 to
-// 32 rows per lane, one to three slots of 64 columns), each at its largest and at odd
-// sizes, tall and wide, a single column, both layouts, padded strides, a batch beyond the
-// SM count; rank-deficient matrices (exactly zero columns: H = I) and matrices scaled far
-// from 1 (the FP64 reflector) beside ordinary ones.
+// The one-CTA kernels forced on every compiled shape: geqr2_cta (the whole matrix in one
+// CTA's registers: 8 to 32 rows per lane, one to three slots of 64 columns) and geqrf_cta
+// (in shared memory, panels of 8: 64 to 256 rows in 32-row steps), each at its largest and
+// at odd sizes, tall and wide, a single column, both layouts, padded strides, a batch beyond
+// the SM count; rank-deficient matrices (exactly zero columns: H = I) and matrices scaled
+// far from 1 (the FP64 reflector) beside ordinary ones. geqrf_cta also at sizes only it
+// holds (more than 192 columns) and with panels that end past m (wide).
 TEST_F(UpdateKernels, CtaKernel) {
-  PlanHints cta;
-  cta.cta = 1;
-  const float scales[] = {1.0f, 1e-30f, 1e30f, 1e-18f, 1e18f};
-  for (Layout layout : {Layout::row_major, Layout::col_major}) {
-    for (auto [m, n] : {std::pair{64, 128}, {33, 70}, {64, 192}, {20, 190}, {128, 128}, {100, 100}, {128, 192},
-                        {64, 64}, {40, 33}, {120, 60}, {190, 50}, {256, 64}, {30, 64},
-                        {65, 150}, {192, 128}, {150, 120}, {256, 128}, {250, 70}, {200, 3}, {176, 176}, {192, 192},
-                        {181, 179}}) {
-      const GeqrfDesc d = make_geqrf_desc(m, n, 5, layout);
-      ASSERT_EQ(cuda::make_plan(dev_, d, cta).algorithm, cuda::Algorithm::cta) << m << " x " << n;
-      const std::uint64_t seed = fresh_seed();
-      check_batch(d, cta, generate_batch(d, Distribution::mixed, 2.0, seed), describe(d, Distribution::mixed, 2.0, seed));
-      check_batch(d, cta, generate_batch(d, Distribution::rankdef, 1.0, seed + 1),
-                  describe(d, Distribution::rankdef, 1.0, seed + 1));
-      auto a = generate_batch(d, Distribution::dense, 1.0, seed + 2);
-      for (std::int64_t b = 0; b < d.batch; ++b)
-        for (std::int64_t i = 0; i < d.stride; ++i) a[b * d.stride + i] *= scales[b];
-      check_batch(d, cta, a, describe(d, Distribution::dense, 1.0, seed + 2) + " scaled 1, 1e-30, 1e30, 1e-18, 1e18");
-    }
-    for (const GeqrfDesc& d : {padded(176, 176, 3, layout), padded(90, 140, 4, layout), make_geqrf_desc(100, 100, 300, layout)}) {
-      ASSERT_EQ(cuda::make_plan(dev_, d, cta).algorithm, cuda::Algorithm::cta);
-      const std::uint64_t seed = fresh_seed();
-      check_batch(d, cta, generate_batch(d, Distribution::mixed, 2.0, seed), describe(d, Distribution::mixed, 2.0, seed));
+  for (int kernel : {1, 2}) {
+    PlanHints cta;
+    cta.cta = kernel;
+    const cuda::Algorithm expected = kernel == 1 ? cuda::Algorithm::cta : cuda::Algorithm::cta_blocked;
+    const float scales[] = {1.0f, 1e-30f, 1e30f, 1e-18f, 1e18f};
+    std::vector<std::pair<int, int>> shapes = {
+        {64, 128}, {33, 70},  {64, 192},  {20, 190},  {128, 128}, {100, 100}, {128, 192}, {64, 64},
+        {40, 33},  {120, 60}, {190, 50},  {256, 64},  {30, 64},   {65, 150},  {192, 128}, {150, 120},
+        {256, 128}, {250, 70}, {200, 3},  {176, 176}, {192, 192}, {181, 179}};
+    if (kernel == 2) shapes.insert(shapes.end(), {{256, 200}, {224, 230}, {97, 256}, {161, 200}, {1, 40}});
+    for (Layout layout : {Layout::row_major, Layout::col_major}) {
+      for (auto [m, n] : shapes) {
+        const GeqrfDesc d = make_geqrf_desc(m, n, 5, layout);
+        ASSERT_EQ(cuda::make_plan(dev_, d, cta).algorithm, expected) << m << " x " << n << " kernel " << kernel;
+        const std::uint64_t seed = fresh_seed();
+        check_batch(d, cta, generate_batch(d, Distribution::mixed, 2.0, seed), describe(d, Distribution::mixed, 2.0, seed));
+        check_batch(d, cta, generate_batch(d, Distribution::rankdef, 1.0, seed + 1),
+                    describe(d, Distribution::rankdef, 1.0, seed + 1));
+        auto a = generate_batch(d, Distribution::dense, 1.0, seed + 2);
+        for (std::int64_t b = 0; b < d.batch; ++b)
+          for (std::int64_t i = 0; i < d.stride; ++i) a[b * d.stride + i] *= scales[b];
+        check_batch(d, cta, a, describe(d, Distribution::dense, 1.0, seed + 2) + " scaled 1, 1e-30, 1e30, 1e-18, 1e18");
+      }
+      for (const GeqrfDesc& d : {padded(176, 176, 3, layout), padded(90, 140, 4, layout), make_geqrf_desc(100, 100, 300, layout)}) {
+        ASSERT_EQ(cuda::make_plan(dev_, d, cta).algorithm, expected);
+        const std::uint64_t seed = fresh_seed();
+        check_batch(d, cta, generate_batch(d, Distribution::mixed, 2.0, seed), describe(d, Distribution::mixed, 2.0, seed));
+        check_batch(d, cta, generate_batch(d, Distribution::nearcollinear, 1.0, seed + 1),
+                    describe(d, Distribution::nearcollinear, 1.0, seed + 1));
+      }
     }
   }
 }

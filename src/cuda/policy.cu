@@ -264,7 +264,16 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
   }
   // The whole matrix in one CTA's registers, warps owning columns (geqr2_cta): for few
   // matrices, ahead of the register kernel below.
-  plan.cta = hints.cta == 0 ? CtaConfig{} : geqr2_cta_config(dev, m, n);
+  if (hints.cta == 2) {
+    plan.cta_blk = geqrf_cta_config(dev, m, n);
+    if (plan.cta_blk.rows_per_lane > 0) {
+      plan.algorithm = Algorithm::cta_blocked;
+      plan.nb = k;
+      plan.batch_chunk = d.batch;
+      return plan;
+    }
+  }
+  plan.cta = hints.cta == 0 || hints.cta == 2 ? CtaConfig{} : geqr2_cta_config(dev, m, n);
   if (plan.cta.rows_per_lane > 0 && (hints.cta == 1 || cta_geqrf(dev, m, n, d.batch))) {
     plan.algorithm = Algorithm::cta;
     plan.nb = k;

@@ -9,6 +9,7 @@
 #include "cuda/device_info.hpp"
 #include "cuda/geqr2_chol.hpp"
 #include "cuda/geqr2_cta.hpp"
+#include "cuda/geqrf_cta.hpp"
 #include "cuda/larfb_operands.hpp"
 #include "cuda/reg_config.hpp"
 
@@ -18,6 +19,7 @@ enum class Algorithm {
   warp,     // one warp per matrix (geqr2_warp_kernel): m, n <= 32, no CTA barrier
   fused,    // one geqr2_reg launch factors the whole matrix in registers (unblocked)
   cta,      // one geqr2_cta launch: the whole matrix in one CTA's registers, warps owning columns (unblocked)
+  cta_blocked,  // one geqrf_cta launch: the whole matrix in one CTA's shared memory, panels of 8 on one warp
   blocked,  // geqr2 panel of width nb, then larfb on the trailing matrix, per panel
 };
 
@@ -85,6 +87,7 @@ struct GeqrfPlan {
   Algorithm algorithm = Algorithm::blocked;
   RegConfig fused_reg;           // fused: the register configuration
   CtaConfig cta;                 // cta: the compiled shape
+  CtaBlkConfig cta_blk;          // cta_blocked: the compiled shape
   Trailing trailing = Trailing::gemm;
   int nb = 32;                   // panel width (blocked)
   // gemm: width of the blocks whose update reaches the whole trailing matrix (a multiple
@@ -118,7 +121,9 @@ struct GeqrfPlan {
 
 // Overrides of policy choices, for tuning clients (bench/); zero means "the policy's".
 struct PlanHints {
-  int cta = -1;  // geqr2_cta: 0 never, 1 wherever a compiled shape holds the matrix (past warp); -1: the policy's
+  // The one-CTA kernels, wherever a compiled shape holds the matrix (past warp): 0 neither,
+  // 1 geqr2_cta, 2 geqrf_cta; -1: the policy's.
+  int cta = -1;
   int outer_nb = 0;
   int look_ahead = -1;  // 0 / 1: off / on; -1: the policy's
   int fused_update = -1;  // 0 / 1: off / on (one-level plans only); -1: the policy's
