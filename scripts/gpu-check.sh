@@ -72,7 +72,8 @@ if [ $run_san = 1 ]; then
   # cluster panels (2048x64, 3000x4), the global-memory panel (20000x40), wide (4x3000),
   # two-level blocking with its Gram products and larft_merge (TwoLevelBlocking,
   # TwoLevelPartialBlocks), one-level
-  # updates by larfb_fused and by cuBLAS (EveryKernelPath), every shape of geqr2_cta (CtaKernel).
+  # updates by larfb_fused and by cuBLAS (EveryKernelPath), every shape of geqr2_cta and of
+  # geqrf_cta (CtaKernel).
   # The CLI is not used here: it factors up to 50 inputs per case, too slow under the tool.
   timeout 250 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/tests/batchqr_gpu_tests" \
     --gtest_filter='*TallAndWide*:*ZeroMatrix*:*NaNStays*:*PaddedStrides*:*ExtremeScales*:*EveryKernelPath/fp32:*TwoLevelBlocking/fp32:*TwoLevelPartialBlocks:*CtaKernel' >>"$L" 2>&1
@@ -86,13 +87,18 @@ if [ $run_san = 1 ]; then
   timeout 100 compute-sanitizer --tool synccheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 1 --outer 32 \
     --layout row --reps 1 176 176 2 90 140 2 >>"$L" 2>&1
   note "synccheck (geqr2_cta): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
+  # geqrf_cta's panel warp and update warps meet on two named barriers from different code.
+  timeout 100 compute-sanitizer --tool synccheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 2 --outer 32 \
+    --layout col --reps 1 176 176 2 90 140 2 >>"$L" 2>&1
+  note "synccheck (geqrf_cta): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   # geqr2_chol's warps meet its named barrier from different code (both panel forms), and
   # larfb_stripe's phase 3 runs on wgmma (sm_90a) at K = 64.
   timeout 100 compute-sanitizer --tool synccheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 64 \
     --stripe 2 --layout row --reps 1 300 300 2 1100 40 1 >>"$L" 2>&1
   note "synccheck (geqr2_chol, larfb_stripe on wgmma): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   if [ $run_race = 1 ]; then
-    # Not geqr2_cta (--cta 0): racecheck does not follow its mbarrier hand-offs and reports
+    # Not geqr2_cta (--cta 0, which leaves out geqrf_cta too, checked on its own below):
+    # racecheck does not follow geqr2_cta's mbarrier hand-offs and reports
     # every store and load of its ring of v buffers (docs/perf-notes.md v15).
     # Shared-memory races: the warp kernel (n = 20), the fused register kernel (n = 64), and
     # the blocked path's register panels with larfb_fused, larfb_stripe (3xTF32, K = 32 and
@@ -100,8 +106,13 @@ if [ $run_san = 1 ]; then
     # (one call per variant of geqrf_outer_sweep: the CLI factors 50 inputs per case, too
     # slow here).
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/batchqr" bench --no-baselines \
-      --no-validate --rounds 1 --case batch=2,n=20 --case batch=1,n=64 >>"$L" 2>&1
+      --no-validate --rounds 1 --case batch=2,n=20 --case batch=300,n=64 >>"$L" 2>&1
     note "racecheck (warp and fused kernels): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
+    for lay in row col; do
+      timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 2 --outer 32 \
+        --layout $lay --reps 1 100 100 1 130 200 1 >>"$L" 2>&1
+      note "racecheck (geqrf_cta, $lay): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
+    done
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 32 \
       --fused-update 1 --stripe 0 --reps 1 100 100 2 >>"$L" 2>&1
     note "racecheck (blocked, larfb_fused): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"

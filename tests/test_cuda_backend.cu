@@ -144,7 +144,7 @@ TEST_P(Gpu, TallAndWide) {
       expect_accurate(make_geqrf_desc(m, n, 2, layout), Distribution::dense, 1.0);
 }
 
-// Each kernel of the policy: one warp per tiny matrix, fused and cta (whole matrix on chip), blocked with a one-CTA
+// Each kernel of the policy: one warp per tiny matrix, fused, cta_blocked and cta (whole matrix on chip), blocked with a one-CTA
 // panel, blocked with panels of more than 1024 rows in a cluster's registers, in a
 // cluster's shared memory (more than 8192 rows), and in global memory (too tall for both).
 TEST_P(Gpu, EveryKernelPath) {
@@ -154,8 +154,10 @@ TEST_P(Gpu, EveryKernelPath) {
   for (Layout layout : {Layout::row_major, Layout::col_major}) {
     expect_accurate(make_geqrf_desc(300, 48, 50, layout), Distribution::dense, 1.0);    // fused (tall)
     expect_accurate(make_geqrf_desc(64, 64, 300, layout), Distribution::dense, 1.0);    // fused (many)
-    expect_accurate(make_geqrf_desc(64, 64, 50, layout), Distribution::dense, 1.0);     // cta
-    expect_accurate(make_geqrf_desc(176, 176, 40, layout), Distribution::mixed, 2.0);  // cta
+    expect_accurate(make_geqrf_desc(64, 64, 50, layout), Distribution::dense, 1.0);     // cta_blocked
+    expect_accurate(make_geqrf_desc(176, 176, 40, layout), Distribution::mixed, 2.0);  // cta_blocked
+    expect_accurate(make_geqrf_desc(64, 64, 200, layout), Distribution::dense, 1.0);    // cta
+    expect_accurate(make_geqrf_desc(192, 192, 150, layout), Distribution::mixed, 2.0);  // cta
   }
   expect_accurate(make_geqrf_desc(512, 512, 200), Distribution::mixed, 2.0);           // blocked, 1 CTA
   for (Layout layout : {Layout::row_major, Layout::col_major}) {
@@ -201,10 +203,11 @@ TEST_P(Gpu, PaddedStrides) {
     }
 }
 
-// Including geqr2_cta (176: its warps hand reflectors through mbarriers, in any timing).
+// Including geqrf_cta (176 x 40: the look-ahead's warps meet on named barriers) and geqr2_cta
+// (192 x 150: its warps hand reflectors through mbarriers, in any timing).
 TEST_P(Gpu, BitwiseReproducible) {
-  for (auto [m, n] : {std::pair{32, 32}, {176, 176}, {512, 512}, {2048, 2048}}) {
-    const GeqrfDesc d = make_geqrf_desc(m, n, n > 1000 ? 2 : n == 176 ? 40 : 8);
+  for (auto [m, n] : {std::pair{32, 32}, {176, 176}, {192, 192}, {512, 512}, {2048, 2048}}) {
+    const GeqrfDesc d = make_geqrf_desc(m, n, n > 1000 ? 2 : n == 176 ? 40 : n == 192 ? 150 : 8);
     const auto a = test::generate_batch(d, Distribution::mixed, 2.0, test::fresh_seed());
     const Result r1 = run(d, a), r2 = run(d, a);
     EXPECT_EQ(std::memcmp(r1.h.data(), r2.h.data(), r1.h.size() * 4), 0) << n;
@@ -213,7 +216,7 @@ TEST_P(Gpu, BitwiseReproducible) {
 }
 
 TEST_P(Gpu, ZeroMatrixGivesZeroTau) {
-  for (int n : {16, 100, 512}) {  // warp, cta, blocked
+  for (int n : {16, 100, 512}) {  // warp, cta_blocked, blocked
     const GeqrfDesc d = make_geqrf_desc(n, n, 2);
     const std::vector<float> a(static_cast<std::size_t>(2) * n * n, 0.0f);
     const Result r = run(d, a);
@@ -225,8 +228,8 @@ TEST_P(Gpu, ZeroMatrixGivesZeroTau) {
 // Documented behaviour: NaN in a matrix makes that matrix's factors NaN; the others are
 // factored as if it were absent.
 TEST_P(Gpu, NaNStaysInItsMatrix) {
-  for (int n : {24, 100, 600}) {  // warp, cta, blocked
-    const GeqrfDesc d = make_geqrf_desc(n, n, 3);
+  for (int n : {24, 64, 100, 600}) {  // warp, cta (200 matrices), cta_blocked, blocked
+    const GeqrfDesc d = make_geqrf_desc(n, n, n == 64 ? 200 : 3);
     auto a = test::generate_batch(d, Distribution::dense, 0.0, test::fresh_seed());
     auto clean = a;
     a[d.stride + 5 * n + 3] = std::numeric_limits<float>::quiet_NaN();

@@ -66,6 +66,12 @@ void expect_valid_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
     EXPECT_EQ(plan.workspace_bytes, 0u);
     return;
   }
+  if (plan.algorithm == Algorithm::cta_blocked) {
+    EXPECT_GE(8 * plan.cta_blk.rows_per_lane, m);
+    EXPECT_LE(geqrf_cta_smem(plan.cta_blk, n), dev.smem_per_block_optin);
+    EXPECT_EQ(plan.workspace_bytes, 0u);
+    return;
+  }
   if (plan.algorithm == Algorithm::cta) {
     EXPECT_GE(8 * plan.cta.rows_per_lane, m);
     EXPECT_GE(4 * plan.cta.warps * plan.cta.slots, n);
@@ -152,8 +158,8 @@ TEST(CudaPolicy, TinyMatricesTakeAWarpSmallOnesAreFusedLargeOnesBlocked) {
   const DeviceInfo dev = h200();
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(32, 32, 20)).algorithm, Algorithm::warp);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1, 1, 1)).algorithm, Algorithm::warp);
-  EXPECT_EQ(make_plan(dev, make_geqrf_desc(33, 32, 20)).algorithm, Algorithm::cta);  // few: geqr2_cta
-  EXPECT_EQ(make_plan(dev, make_geqrf_desc(32, 33, 20)).algorithm, Algorithm::cta);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(33, 32, 20)).algorithm, Algorithm::cta_blocked);  // few: geqrf_cta
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(32, 33, 20)).algorithm, Algorithm::cta_blocked);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(33, 32, 1000)).algorithm, Algorithm::fused);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(300, 48, 20)).algorithm, Algorithm::fused);  // tall
   EXPECT_EQ(warp_qr_rows(8, 32), 8);
@@ -161,41 +167,53 @@ TEST(CudaPolicy, TinyMatricesTakeAWarpSmallOnesAreFusedLargeOnesBlocked) {
   EXPECT_EQ(warp_qr_rows(17, 17), 32);
   EXPECT_EQ(warp_qr_rows(0, 5), 0);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(64, 64, 1000)).algorithm, Algorithm::fused);
-  EXPECT_EQ(make_plan(dev, make_geqrf_desc(176, 176, 40)).algorithm, Algorithm::cta);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(176, 176, 40)).algorithm, Algorithm::cta_blocked);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1000, 40, 3)).algorithm, Algorithm::blocked);  // 2 tiles, too tall
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 32, 3)).algorithm, Algorithm::fused);   // 32 warps of 32 rows
 }
 
-// geqr2_cta: matrices of 65-192 columns and at most 256 rows (a compiled shape holds them)
-// while the batch fits in two waves of one CTA per SM, and small ones of at most 64 columns
-// ahead of the register kernel; larger batches, rows or columns go blocked (or fused).
+// geqrf_cta: matrices of at most 256 rows (and columns that fit its shared memory) within
+// one wave of one CTA per SM, and of 65-176 columns within two. geqr2_cta: the matrices of
+// 65-192 columns and at most 256 rows that geqrf_cta leaves within two waves, and small ones
+// of at most 64 columns ahead of the register kernel; larger batches, rows or columns go
+// blocked (or fused).
 TEST(CudaPolicy, WholeMatrixInOneCtaForFewSmallMatrices) {
   const DeviceInfo dev = h200();  // 132 SMs
   for (auto [m, n, b] : {std::tuple{176, 176, 40}, {176, 176, 1}, {176, 176, 264}, {100, 100, 132}, {192, 192, 40},
-                         {256, 128, 40}, {250, 70, 5}, {20, 190, 3}, {65, 65, 1}}) {
+                         {256, 128, 40}, {250, 70, 5}, {20, 190, 3}, {65, 65, 1}, {224, 224, 132}, {256, 200, 40},
+                         {64, 64, 132}, {200, 64, 40}, {33, 33, 1}, {1, 50, 2}, {50, 1, 2}, {100, 48, 40}}) {
+    const GeqrfPlan p = make_plan(dev, make_geqrf_desc(m, n, b));
+    EXPECT_EQ(p.algorithm, Algorithm::cta_blocked) << m << " x " << n << " x " << b;
+    EXPECT_GE(8 * p.cta_blk.rows_per_lane, m);
+  }
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(176, 176, 40)).cta_blk.rows_per_lane, 24);
+  // Past one wave: 65-176 columns only; geqr2_cta keeps the rest of its ground.
+  for (auto [m, n, b] : {std::tuple{192, 192, 133}, {192, 192, 264}, {64, 64, 264}, {33, 33, 200}, {64, 48, 200}}) {
     const GeqrfPlan p = make_plan(dev, make_geqrf_desc(m, n, b));
     EXPECT_EQ(p.algorithm, Algorithm::cta) << m << " x " << n << " x " << b;
     EXPECT_GE(8 * p.cta.rows_per_lane, m);
     EXPECT_GE(4 * p.cta.warps * p.cta.slots, n);
   }
-  for (auto [m, n, b] : {std::tuple{176, 176, 265}, {100, 100, 1000}, {257, 100, 5}, {200, 193, 5}, {256, 129, 5},
-                         {300, 100, 2}})
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(192, 192, 264)).cta.rows_per_lane, 24);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(192, 192, 264)).cta.slots, 3);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(64, 64, 264)).cta.slots, 1);
+  for (auto [m, n, b] : {std::tuple{176, 176, 265}, {100, 100, 1000}, {257, 100, 5}, {200, 193, 133}, {256, 129, 265},
+                         {300, 100, 2}, {256, 256, 40}, {224, 224, 264}})
     EXPECT_EQ(make_plan(dev, make_geqrf_desc(m, n, b)).algorithm, Algorithm::blocked) << m << " x " << n << " x " << b;
-  // At most 64 columns (the register kernel otherwise): m <= 64 within two waves, m <= 128
-  // within one.
-  for (auto [m, n, b] : {std::tuple{64, 64, 40}, {64, 64, 264}, {33, 33, 1}, {100, 48, 40}, {128, 64, 132}, {1, 50, 2},
-                         {50, 1, 2}})
-    EXPECT_EQ(make_plan(dev, make_geqrf_desc(m, n, b)).algorithm, Algorithm::cta) << m << " x " << n << " x " << b;
-  for (auto [m, n, b] : {std::tuple{64, 64, 265}, {100, 48, 133}, {129, 64, 40}, {200, 64, 40}, {300, 40, 2}})
+  for (auto [m, n, b] : {std::tuple{64, 64, 265}, {100, 48, 133}, {129, 64, 133}, {200, 64, 133}, {300, 40, 2},
+                         {256, 64, 264}})
     EXPECT_EQ(make_plan(dev, make_geqrf_desc(m, n, b)).algorithm, Algorithm::fused) << m << " x " << n << " x " << b;
-  EXPECT_EQ(make_plan(dev, make_geqrf_desc(64, 64, 40)).cta.slots, 1);
-  EXPECT_EQ(make_plan(dev, make_geqrf_desc(176, 176, 40)).cta.rows_per_lane, 24);
-  EXPECT_EQ(make_plan(dev, make_geqrf_desc(176, 176, 40)).cta.slots, 3);
   PlanHints hints;
   hints.cta = 1;  // wherever a shape holds the matrix
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(64, 64, 1000), hints).algorithm, Algorithm::cta);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(200, 64, 40), hints).algorithm, Algorithm::cta);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(32, 32, 1000), hints).algorithm, Algorithm::warp);  // tiny: still a warp
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(176, 176, 40), hints).algorithm, Algorithm::cta);
+  hints.cta = 2;  // geqrf_cta wherever a shape holds the matrix
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(64, 64, 1000), hints).algorithm, Algorithm::cta_blocked);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(256, 203, 1000), hints).algorithm, Algorithm::cta_blocked);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(256, 204, 1), hints).algorithm, Algorithm::blocked);  // shared memory
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(32, 32, 1000), hints).algorithm, Algorithm::warp);
   hints.cta = 0;
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(176, 176, 40), hints).algorithm, Algorithm::blocked);
 }

@@ -233,6 +233,23 @@ bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch) {
   return batch < dev.sm_count && m <= kFusedUpdateMaxRows;
 }
 
+bool cta_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
+  // Measured (docs/perf-notes.md v19; bench/geqrf_outer_sweep --cta 2|1|0, row-major,
+  // device time, ms, geqrf_cta / geqr2_cta / without either): square n x n x batch:
+  // 48 x 40 0.034 / 0.037 / 0.050, x 264 0.066 / 0.043 / 0.064; 64 x 132 0.044 / 0.048 /
+  // 0.080, x 264 0.084 / 0.055 / 0.081; 80 x 264 0.102 / 0.147 / 0.194, x 500 0.197 /
+  // 0.282 / 0.176; 100 x 40 0.078 / 0.096 / 0.127, x 264 0.151 / 0.188 / 0.216; 128 x 40
+  // 0.091 / 0.116 / 0.163, x 264 0.175 / 0.221 / 0.286, x 500 0.341 / 0.428 / 0.295; 176 x 1
+  // 0.153 / 0.157 / 0.212, x 40 0.160 / 0.172 / 0.233, x 264 0.345 / 0.345 / 0.409; 192 x 40
+  // 0.175 / 0.185 / 0.262, x 132 0.197 / 0.186 / 0.405, x 264 0.379 / 0.359 / 0.427; 224 x
+  // 132 0.272 / - / 0.499; rectangular x 40: 256x128 0.154 / 0.185 / 0.187, 130x200 0.119 /
+  // 0.186 / 0.186, 200x64 0.077 / 0.092 / 0.085 (register kernel); but 256x64 x 264 0.168 /
+  // 0.181 / 0.112 and 120x60 x 264 0.095 / 0.098 / 0.083. One CTA of 512 threads per SM:
+  // past one wave only where the panel chain keeps the alternatives slower.
+  const std::int64_t sms = dev.sm_count;
+  return batch <= sms || (n > 2 * kMaxPanelWidth && n <= kCtaBlkTwoWavesMaxCols && batch <= 2 * sms);
+}
+
 bool cta_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
   // Measured (docs/perf-notes.md v15; bench/geqrf_outer_sweep --cta 1|0, row-major, device
   // time, ms, geqr2_cta / the previous choice). Past 64 columns against the blocked path:
@@ -262,17 +279,19 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     plan.batch_chunk = d.batch;
     return plan;
   }
-  // The whole matrix in one CTA's registers, warps owning columns (geqr2_cta): for few
-  // matrices, ahead of the register kernel below.
-  if (hints.cta == 2) {
+  // The whole matrix in one CTA's shared memory, blocked (geqrf_cta): for few matrices.
+  if (hints.cta == 2 || hints.cta == -1) {
     plan.cta_blk = geqrf_cta_config(dev, m, n);
-    if (plan.cta_blk.rows_per_lane > 0) {
+    if (plan.cta_blk.rows_per_lane > 0 && (hints.cta == 2 || cta_blocked_geqrf(dev, m, n, d.batch))) {
       plan.algorithm = Algorithm::cta_blocked;
       plan.nb = k;
       plan.batch_chunk = d.batch;
       return plan;
     }
+    plan.cta_blk = {};
   }
+  // The whole matrix in one CTA's registers, warps owning columns (geqr2_cta): ahead of the
+  // register kernel below.
   plan.cta = hints.cta == 0 || hints.cta == 2 ? CtaConfig{} : geqr2_cta_config(dev, m, n);
   if (plan.cta.rows_per_lane > 0 && (hints.cta == 1 || cta_geqrf(dev, m, n, d.batch))) {
     plan.algorithm = Algorithm::cta;
