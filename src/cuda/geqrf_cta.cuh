@@ -1,7 +1,13 @@
 // geqrf of a whole small matrix in one CTA's shared memory, blocked (LAPACK sgeqrf's
-// structure inside one CTA): panels of kCtaBlkPanel = 8 columns, each factored by one warp
-// (geqr2), then applied to the columns right of it by all 16 warps (larfb), two CTA
-// barriers per panel. One launch, no global workspace.
+// structure inside one CTA): panels of kCtaBlkPanel = 8 columns, each factored by warp 0
+// (geqr2), and applied to the columns right of them by the other warps (larfb), with a
+// look-ahead of one panel: while warp 0 factors panel p + 1, the others apply panel p to
+// the columns past p + 1 (they first apply it to panel p + 1's columns, which warp 0 waits
+// for). V, G and tau live in two buffers by panel parity. Two named barriers per panel,
+// which all 16 warps meet: with barrier.arrive for the producers it was slower, since the
+// next panel's columns then shared their schedulers with the rest of the update, and
+// racecheck does not follow arrive -> sync (docs/perf-notes.md v19). One launch, no global
+// workspace.
 //
 // Why not geqr2_cta (unblocked, the matrix in registers): every reflector there is applied
 // to the whole trailing matrix by every warp (a BLAS-2 step, ~3x more issue than the
@@ -52,15 +58,13 @@ __host__ __device__ constexpr std::size_t geqrf_cta_smem_bytes(int rpl, int n) {
                           2 * kCtaBlkPanel + kCtaBlkMaxCols);
 }
 
-// Named barriers of the look-ahead (barrier 0 is __syncthreads'): the panel warp arrives at
-// kPanelReady once a panel's V, G and tau are written and waits at kColsReady until the next
-// panel's columns have this panel's update; the other warps the other way round.
+// Named barriers of the look-ahead (barrier 0 is __syncthreads'): kPanelReady once a
+// panel's V, G and tau are written (and the previous update is done), kColsReady once the
+// next panel's columns have this panel's update. The warps meet them from different code,
+// hence the non-aligned form.
 inline constexpr int kPanelReady = 1, kColsReady = 2;
 __device__ __forceinline__ void cta_bar_sync(int id, int count) {
   asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
-}
-__device__ __forceinline__ void cta_bar_arrive(int id, int count) {
-  asm volatile("barrier.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
 template <Layout L, int RPL>
