@@ -243,16 +243,23 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
         // the panel warp may start on it, while the others take the rest, four per warp at a time
         const int c0 = j0 + NB;
         const int quads = c0 < n ? (n - c0 + 3) / 4 : 0;
-        auto update_quad = [&](int u) {
-          const int c = c0 + 4 * u + q;
+        // Columns c0 + CPW u .. c0 + CPW u + CPW - 1 (those below n) by one warp: lanes
+        // (gr, qc) = 32 / CPW row groups x CPW columns. W = V^T C by FMAs down each lane's rows
+        // and a butterfly over the row groups, W' by forward substitution (T never formed),
+        // then C -= V W'.
+        auto update_cols = [&](auto cpw_c, int u) {
+          constexpr int CPW = decltype(cpw_c)::value, RG = 32 / CPW, NR = MR / RG;
+          constexpr int F = I0 * 8 / RG;  // registers below F: rows above j0's 32-row group
+          const int gr = lane / CPW, qc = lane % CPW;
+          const int c = c0 + CPW * u + qc;
           const bool ok = c < n;
-          float a[RPL];
+          float a[NR];
           float w[NB];
-  #pragma unroll
+#pragma unroll
           for (int k = 0; k < NB; ++k) w[k] = 0.0f;
-  #pragma unroll
-          for (int i = I0; i < RPL; ++i) {
-            const int r = 8 * i + g;
+#pragma unroll
+          for (int i = F; i < NR; ++i) {
+            const int r = RG * i + gr;
             a[i] = ok ? sA[c * LD + r] : 0.0f;
             const float4 v0 = *reinterpret_cast<const float4*>(sV + r * NB);
             const float4 v1 = *reinterpret_cast<const float4*>(sV + r * NB + 4);
@@ -265,19 +272,20 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
             w[6] = fmaf(v1.z, a[i], w[6]);
             w[7] = fmaf(v1.w, a[i], w[7]);
           }
-  #pragma unroll
-          for (int k = 0; k < NB; ++k) w[k] = col_sum(w[k]);
-          // W' by forward substitution (T never formed).
-  #pragma unroll
+#pragma unroll
+          for (int k = 0; k < NB; ++k)
+#pragma unroll
+            for (int o = CPW; o < 32; o *= 2) w[k] += __shfl_xor_sync(kFull, w[k], o);
+#pragma unroll
           for (int k = 0; k < NB; ++k) {
             float s = w[k];
-  #pragma unroll
+#pragma unroll
             for (int i = 0; i < k; ++i) s = fmaf(-sG[i * NB + k], w[i], s);
             w[k] = sTp[k] * s;
           }
-  #pragma unroll
-          for (int i = I0; i < RPL; ++i) {
-            const int r = 8 * i + g;
+#pragma unroll
+          for (int i = F; i < NR; ++i) {
+            const int r = RG * i + gr;
             const float4 v0 = *reinterpret_cast<const float4*>(sV + r * NB);
             const float4 v1 = *reinterpret_cast<const float4*>(sV + r * NB + 4);
             float y = a[i];
@@ -292,66 +300,12 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
             if (ok) sA[c * LD + r] = y;
           }
         };
-        // The next panel's columns (j0 + 8 .. j0 + 15) as four pairs on four update warps:
-        // lanes (g2, q2) = 16 row groups x 2 columns, half a quad's rows per lane, since the
-        // panel warp waits for them.
-        auto update_pair = [&](int u2) {
-          constexpr int RP2 = RPL / 2, J0 = I0 / 2;  // rows 16 i + g2, i >= J0
-          const int g2 = lane >> 1, q2 = lane & 1;
-          const int c = c0 + 2 * u2 + q2;
-          const bool ok = c < n;
-          float a[RP2];
-          float w[NB];
-#pragma unroll
-          for (int k = 0; k < NB; ++k) w[k] = 0.0f;
-#pragma unroll
-          for (int i = J0; i < RP2; ++i) {
-            const int r = 16 * i + g2;
-            a[i] = ok ? sA[c * LD + r] : 0.0f;
-            const float4 v0 = *reinterpret_cast<const float4*>(sV + r * NB);
-            const float4 v1 = *reinterpret_cast<const float4*>(sV + r * NB + 4);
-            w[0] = fmaf(v0.x, a[i], w[0]);
-            w[1] = fmaf(v0.y, a[i], w[1]);
-            w[2] = fmaf(v0.z, a[i], w[2]);
-            w[3] = fmaf(v0.w, a[i], w[3]);
-            w[4] = fmaf(v1.x, a[i], w[4]);
-            w[5] = fmaf(v1.y, a[i], w[5]);
-            w[6] = fmaf(v1.z, a[i], w[6]);
-            w[7] = fmaf(v1.w, a[i], w[7]);
-          }
-#pragma unroll
-          for (int k = 0; k < NB; ++k) {
-            w[k] += __shfl_xor_sync(kFull, w[k], 2);
-            w[k] = col_sum(w[k]);
-          }
-#pragma unroll
-          for (int k = 0; k < NB; ++k) {
-            float s = w[k];
-#pragma unroll
-            for (int i = 0; i < k; ++i) s = fmaf(-sG[i * NB + k], w[i], s);
-            w[k] = sTp[k] * s;
-          }
-#pragma unroll
-          for (int i = J0; i < RP2; ++i) {
-            const int r = 16 * i + g2;
-            const float4 v0 = *reinterpret_cast<const float4*>(sV + r * NB);
-            const float4 v1 = *reinterpret_cast<const float4*>(sV + r * NB + 4);
-            float y = a[i];
-            y = fmaf(-v0.x, w[0], y);
-            y = fmaf(-v0.y, w[1], y);
-            y = fmaf(-v0.z, w[2], y);
-            y = fmaf(-v0.w, w[3], y);
-            y = fmaf(-v1.x, w[4], y);
-            y = fmaf(-v1.y, w[5], y);
-            y = fmaf(-v1.z, w[6], y);
-            y = fmaf(-v1.w, w[7], y);
-            if (ok) sA[c * LD + r] = y;
-          }
-        };
-        if (uw >= 0 && uw < 4 && 2 * uw < n - c0) update_pair(uw);
+        // The next panel's columns (j0 + 8 .. j0 + 15) first, as four pairs on four update
+        // warps (half a quad's rows per lane), since the panel warp waits for them.
+        if (uw >= 0 && uw < 4 && 2 * uw < n - c0) update_cols(std::integral_constant<int, 2>{}, uw);
         if (pi + 1 < npanels) cta_bar_sync(kColsReady, 32 * NW);
         if (uw >= 0)
-          for (int u = uw + 2; u < quads; u += kUpdateWarps) update_quad(u);
+          for (int u = uw + 2; u < quads; u += kUpdateWarps) update_cols(std::integral_constant<int, 4>{}, u);
       });
     }
   }
