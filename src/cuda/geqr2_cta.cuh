@@ -47,6 +47,7 @@
 #include <type_traits>
 
 #include "cuda/async_copy.cuh"
+#include "cuda/cta_stage.cuh"
 #include "cuda/geqr2_cta.hpp"
 #include "cuda/geqr2_reg.cuh"
 #include "cuda/householder.cuh"
@@ -299,14 +300,7 @@ __global__ void __launch_bounds__(32 * NW, 1) geqr2_cta_kernel(const Geqr2CtaArg
     }
   }
   __syncthreads();
-  if constexpr (L == Layout::row_major) {
-    for (int r = warp; r < m; r += NW)
-      for (int c = lane; c < n; c += 32) A(r, c) = sA[c * SC + r];
-  } else {
-    for (int c = warp; c < n; c += NW)
-      for (int r = lane; r < m; r += 32) A(r, c) = sA[c * SC + r];
-  }
-  for (int j = threadIdx.x; j < nrefl; j += NW * 32) p.tau[mat * p.tau_stride + j] = sTau[j];
+  cta_write_back<NW>(A, sA, SC, m, n, p.tau + mat * p.tau_stride, sTau, nrefl);
 }
 
 }  // namespace batchqr::cuda

@@ -37,10 +37,11 @@ Status raise_limits(const DeviceInfo& dev) {
     return Status::success;
   } else {
     constexpr int RPL = kRpls[I];
+    // As much as its widest matrix needs, at most what the device allows (geqrf_cta_config()
+    // picks no wider one).
     const std::size_t bytes = std::min(geqrf_cta_smem_bytes(RPL, kCtaBlkMaxCols), dev.smem_per_block_optin);
-    if (bytes > geqrf_cta_smem_bytes(RPL, 1))
-      for (auto kernel : {geqrf_cta_kernel<Layout::row_major, RPL>, geqrf_cta_kernel<Layout::col_major, RPL>})
-        BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    for (auto kernel : {geqrf_cta_kernel<Layout::row_major, RPL>, geqrf_cta_kernel<Layout::col_major, RPL>})
+      BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
     return raise_limits<I + 1>(dev);
   }
 }

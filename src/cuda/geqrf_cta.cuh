@@ -35,6 +35,7 @@
 #include <cstdint>
 
 #include "cuda/async_copy.cuh"
+#include "cuda/cta_stage.cuh"
 #include "cuda/geqr2_cta.hpp"
 #include "cuda/geqrf_cta.hpp"
 #include "cuda/geqr2_reg.cuh"
@@ -312,14 +313,7 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
   __syncthreads();
 
   // --- write back: the matrix in sA is the output (R on and above, V below the diagonal) ---
-  if constexpr (L == Layout::row_major) {
-    for (int r = warp; r < m; r += NW)
-      for (int c = lane; c < n; c += 32) A(r, c) = sA[c * LD + r];
-  } else {
-    for (int c = warp; c < n; c += NW)
-      for (int r = lane; r < m; r += 32) A(r, c) = sA[c * LD + r];
-  }
-  for (int j = threadIdx.x; j < nrefl; j += NW * 32) p.tau[mat * p.tau_stride + j] = sTau[j];
+  cta_write_back<NW>(A, sA, LD, m, n, p.tau + mat * p.tau_stride, sTau, nrefl);
 }
 
 }  // namespace batchqr::cuda

@@ -271,45 +271,36 @@ bool cta_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
 GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& hints) {
   GeqrfPlan plan;
   const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
-  // Tiny matrices: one warp each, no CTA barriers (docs/perf-notes.md: the CTA kernel's
-  // per-column chain of barriers and cross-warp sums cost ~1 us per column at any shape).
-  if (warp_qr_rows(m, n) > 0) {
-    plan.algorithm = Algorithm::warp;
+  // A one-launch plan: the whole matrix, the whole batch, no workspace.
+  auto one_launch = [&](Algorithm a) {
+    plan.algorithm = a;
     plan.nb = k;
     plan.batch_chunk = d.batch;
     return plan;
-  }
+  };
+  // Tiny matrices: one warp each, no CTA barriers (docs/perf-notes.md: the CTA kernel's
+  // per-column chain of barriers and cross-warp sums cost ~1 us per column at any shape).
+  if (warp_qr_rows(m, n) > 0)
+    return one_launch(Algorithm::warp);
   // The whole matrix in one CTA's shared memory, blocked (geqrf_cta): for few matrices.
   if (hints.cta == 2 || hints.cta == -1) {
     plan.cta_blk = geqrf_cta_config(dev, m, n);
-    if (plan.cta_blk.rows_per_lane > 0 && (hints.cta == 2 || cta_blocked_geqrf(dev, m, n, d.batch))) {
-      plan.algorithm = Algorithm::cta_blocked;
-      plan.nb = k;
-      plan.batch_chunk = d.batch;
-      return plan;
-    }
+    if (plan.cta_blk.rows_per_lane > 0 && (hints.cta == 2 || cta_blocked_geqrf(dev, m, n, d.batch)))
+      return one_launch(Algorithm::cta_blocked);
     plan.cta_blk = {};
   }
   // The whole matrix in one CTA's registers, warps owning columns (geqr2_cta): ahead of the
   // register kernel below.
   plan.cta = hints.cta == 0 || hints.cta == 2 ? CtaConfig{} : geqr2_cta_config(dev, m, n);
-  if (plan.cta.rows_per_lane > 0 && (hints.cta == 1 || cta_geqrf(dev, m, n, d.batch))) {
-    plan.algorithm = Algorithm::cta;
-    plan.nb = k;
-    plan.batch_chunk = d.batch;
-    return plan;
-  }
+  if (plan.cta.rows_per_lane > 0 && (hints.cta == 1 || cta_geqrf(dev, m, n, d.batch)))
+    return one_launch(Algorithm::cta);
   plan.cta = {};
   // The whole matrix in one CTA's registers: one launch, no T factor, no trailing passes.
   // Only up to two column tiles (reg_config): past that every column step updates the whole
   // width (BLAS-2) and the blocked path with GEMM updates was faster (docs/perf-notes.md).
   plan.fused_reg = reg_config(dev, m, n, d.batch);
-  if (plan.fused_reg.rows_per_warp > 0) {
-    plan.algorithm = Algorithm::fused;
-    plan.nb = k;
-    plan.batch_chunk = d.batch;
-    return plan;
-  }
+  if (plan.fused_reg.rows_per_warp > 0)
+    return one_launch(Algorithm::fused);
   plan.algorithm = Algorithm::blocked;
   plan.trailing = dev.tf32x3 ? Trailing::mma_tf32x3 : Trailing::gemm;
   plan.nb = std::min(kMaxPanelWidth, k);
