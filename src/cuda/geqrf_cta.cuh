@@ -16,19 +16,17 @@
 // panel's chain runs on a warp whose scheduler is otherwise idle, and the trailing update
 // is a rank-8 product with two float4 loads of V per 16 FMAs.
 //
-// The panel warp's layout is geqr2_cta's: lane = 4 g + q; register P[t][i] holds row
-// 8 i + g of panel column q + 4 t. A dot product is RPL FMAs and three shuffle levels; the
-// diagonal rows of a panel (j0 .. j0 + 7, j0 a multiple of 8) are register j0 / 8 of lanes
-// g = 0 .. 7. Rows above the 32-row group of j0 are skipped (a uniform dispatch on j0 / 32),
-// rows past m are zeros.
+// The panel warp (cta_panel_geqr2) holds rows 32 i + lane of all eight panel columns, and
+// takes each column step with one reduction (eight sums over the warp). Rows above the
+// 32-row group of j0 are skipped (a uniform dispatch on j0 / 32), rows past m are zeros.
 //
 // The update (compact WY without T): with W = V^T C, the product H_7 .. H_0 C is
 // C - V W' where W'(k) = tau_k (W(k) - sum_{i<k} G(i, k) W'(i)) and G = V^T V; the panel
 // warp's column steps produce G as a by-product (the dots of v_k with the columns left of
 // k, which hold v_i on every row where v_k is nonzero, as geqr2_wcol collects it).
 //
-// The norm is summed in FP32 while it lies in [2^-100, FLT_MAX], else again in FP64
-// (tiny, huge, NaN), as in the other geqr2 kernels. A NaN stays in its matrix.
+// Tiny, huge and NaN columns take the FP64 reflector, as in the other geqr2 kernels. A NaN
+// stays in its matrix.
 #pragma once
 
 #include <cfloat>
@@ -41,11 +39,19 @@
 #include "cuda/geqr2_reg.cuh"
 #include "cuda/householder.cuh"
 #include "cuda/matrix_view.cuh"
+#include "cuda/warp_reduce.cuh"
+
 
 namespace batchqr::cuda {
 
 inline constexpr int kCtaBlkWarps = 16;
 inline constexpr int kCtaBlkPanel = 8;
+inline constexpr int kCtaBlkPanelUnroll = 2;  // column steps per pass of the panel loop
+
+// The slot of panel column i at step k (the panel loop's rotation): G(i, k) is stored there.
+__host__ __device__ constexpr int cta_blk_slot(int i, int k) {
+  return (i - k / kCtaBlkPanelUnroll * kCtaBlkPanelUnroll) & (kCtaBlkPanel - 1);
+}
 
 // Column stride of the staged matrix: at least 8 RPL rows and 8 mod 32, so that lanes
 // (g, q) on rows 8 i + g of columns c + q hit distinct banks.
@@ -68,6 +74,162 @@ __device__ __forceinline__ void cta_bar_sync(int id, int count) {
   asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
+// geqr2 of the panel j0 .. j0 + 7 (kb reflectors) by one warp. Lane l holds rows 32 i + l
+// (i >= I0; the rows above j0's 32-row group are not touched) of all eight columns, so that
+// v never leaves its lane. A column step is one reduction: the dots of x = a_k(j + 1:) with
+// all eight columns at once (its norm, the update's dots, G's dots), since
+// v^T a_c = a_c(j) + x^T a_c(j + 1:) / (alpha - beta). They are eight sums over the warp
+// (warp_allreduce_sum8); row j comes from its lane by one shuffle per column.
+//
+// Where that is not safe, the step takes a second round: x^T a_c can overflow or underflow
+// where v^T a_c would not (a dot not finite), and a norm outside [2^-100, 2^100] (or a large
+// alpha) needs the careful reflector: hypot in FP32, or FP64 for a norm^2 outside
+// [2^-100, FLT_MAX] (tiny, huge, NaN), as in the other geqr2 kernels. v is then formed first
+// and the second round takes its dots.
+//
+// The pivot sits in a compile-time slot: the steps run U at a time in a rolled loop, the
+// slots rotating by U after each (slot t holds column (t + k0) mod 8), so that the code of
+// one pass is U steps (unrolled over all eight it outgrew the instruction cache, v19).
+// Step k's dots go to row k of sG by slot: G(i, k) = v_i^T v_k at sG[k NB + cta_blk_slot(i, k)].
+template <int NR, int I0>
+__device__ __forceinline__ void cta_panel_geqr2(float* sA, int LD, float* sV, float* sG, float* sTp, float* sTau,
+                                                int j0, int kb, int n) {
+  constexpr int NB = kCtaBlkPanel, U = kCtaBlkPanelUnroll;
+  static_assert(NB % U == 0, "the slots come back in place after NB / U passes");
+  constexpr unsigned kFull = 0xffffffffu;
+  const int lane = threadIdx.x & 31;
+  const int jl = j0 & 31;  // row j0: register I0 of lane jl
+  float P[NB][NR];
+#pragma unroll
+  for (int t = 0; t < NB; ++t)
+#pragma unroll
+    for (int i = I0; i < NR; ++i) P[t][i] = j0 + t < n ? sA[(j0 + t) * LD + 32 * i + lane] : 0.0f;
+  sG[lane] = 0.0f;  // rows k >= kb are read, with tau = 0
+  sG[lane + 32] = 0.0f;
+  if (lane >= kb && lane < NB) sTp[lane] = 0.0f;
+  __syncwarp();
+  // live[t]: all ones while slot t holds a column right of this pass's pivots, else zero (an
+  // AND mask on w: no predicate per slot and step, and a NaN there cannot leak into the
+  // finished columns); it rotates with the slots.
+  unsigned live[NB];
+#pragma unroll
+  for (int t = 0; t < NB; ++t) live[t] = ~0u;
+
+#pragma unroll 1
+  for (int k0 = 0; k0 < NB; k0 += U) {
+#pragma unroll
+    for (int s = 0; s < U; ++s) {
+      const int k = k0 + s, jr = jl + k;  // row j = j0 + k: register I0 of lane jr
+      if (k >= kb) continue;              // warp-uniform
+      float(&x)[NR] = P[s];
+      const bool below = lane > jr, on = lane == jr;  // register I0's row against row j
+      float rj[NB];
+#pragma unroll
+      for (int t = 0; t < NB; ++t) rj[t] = __shfl_sync(kFull, P[t][I0], jr);
+      float y[NR];  // round 0: x below row j; round 1: v
+#pragma unroll
+      for (int i = I0; i < NR; ++i) y[i] = i > I0 || below ? x[i] : 0.0f;
+      float v[NR], d[NB], beta, tau;
+#pragma unroll 1
+      for (int round = 0;; ++round) {
+        float dots[NB];
+#pragma unroll
+        for (int t = 0; t < NB; ++t) {
+          float acc = y[I0] * P[t][I0];
+#pragma unroll
+          for (int i = I0 + 1; i < NR; ++i) acc = fmaf(y[i], P[t][i], acc);
+          dots[t] = acc;
+        }
+        warp_allreduce_sum8(dots);
+        if (round == 1) {  // y = v, row j included: the dots are v^T (slot t)
+#pragma unroll
+          for (int t = 0; t < NB; ++t) d[t] = dots[t];
+          break;
+        }
+        const float alpha = rj[s], ss = dots[s];
+        // finite iff every dot is (a NaN or an overflow makes the sum NaN or inf)
+        const float mag = ((fabsf(dots[0]) + fabsf(dots[1])) + (fabsf(dots[2]) + fabsf(dots[3]))) +
+                          ((fabsf(dots[4]) + fabsf(dots[5])) + (fabsf(dots[6]) + fabsf(dots[7])));
+        // The in-range reflector first, taken back below where the checks fail (it cannot
+        // trap), so that its latency overlaps the vote. Votes, not plain branches: the compiler
+        // cannot tell that values from shuffles agree across the warp, and would wrap the
+        // shuffles of the next round in code for a divergent warp.
+        {
+          const Reflector<float> h = slarfg_fp32_in_range(alpha, ss);
+          beta = h.beta;
+          tau = h.tau;
+#pragma unroll
+          for (int i = I0; i < NR; ++i) v[i] = x[i] * h.scale;
+          v[I0] = below ? v[I0] : on ? 1.0f : 0.0f;
+#pragma unroll
+          for (int t = 0; t < NB; ++t) d[t] = fmaf(dots[t], h.scale, rj[t]);
+        }
+        if (__all_sync(kFull, mag <= FLT_MAX && ss >= 0x1p-100f && ss <= 0x1p100f && fabsf(alpha) <= 0x1p50f)) break;
+        if (__all_sync(kFull, ss >= 0x1p-100f && ss <= FLT_MAX)) {
+          const Reflector<float> h = slarfg_fp32(alpha, ss);
+          beta = h.beta;
+          tau = h.tau;
+#pragma unroll
+          for (int i = I0; i < NR; ++i) v[i] = x[i] * h.scale;
+        } else {
+          double s64 = 0.0;
+#pragma unroll
+          for (int i = I0; i < NR; ++i) s64 = fma(static_cast<double>(y[i]), static_cast<double>(y[i]), s64);
+          const ReflectorFp64Scale h = slarfg_fp64_or_identity(alpha, sqrt(warp_allreduce_sum(s64)));
+          beta = h.beta;
+          tau = h.tau;
+#pragma unroll
+          for (int i = I0; i < NR; ++i) v[i] = static_cast<float>(static_cast<double>(x[i]) * h.scale);
+        }
+        v[I0] = below ? v[I0] : on ? 1.0f : 0.0f;
+#pragma unroll
+        for (int i = I0; i < NR; ++i) y[i] = v[i];
+      }
+      // H_k on the slots right of the pivot that hold columns right of k (w = 0 on those that
+      // wrapped round: finished columns), without branches
+#pragma unroll
+      for (int t = s + 1; t < NB; ++t) {
+        const float w = __uint_as_float(__float_as_uint(tau * d[t]) & live[t]);
+#pragma unroll
+        for (int i = I0; i < NR; ++i) P[t][i] = fmaf(-w, v[i], P[t][i]);
+      }
+      // the column keeps R above, beta on and v below row j
+#pragma unroll
+      for (int i = I0; i < NR; ++i) x[i] = i > I0 || below ? v[i] : on ? beta : x[i];
+      if (lane == 0) {
+        *reinterpret_cast<float4*>(sG + k * NB) = make_float4(d[0], d[1], d[2], d[3]);
+        *reinterpret_cast<float4*>(sG + k * NB + 4) = make_float4(d[4], d[5], d[6], d[7]);
+        sTau[j0 + k] = tau;
+        sTp[k] = tau;
+      }
+    }
+    float head[U][NR];
+#pragma unroll
+    for (int t = 0; t < NB; ++t)
+#pragma unroll
+      for (int i = I0; i < NR; ++i) {
+        if (t < U) head[t][i] = P[t][i];
+        P[t][i] = t + U < NB ? P[t + U][i] : head[t + U - NB][i];
+      }
+#pragma unroll
+    for (int t = 0; t < NB; ++t) live[t] = t + U < NB ? live[t + U] : 0u;
+  }
+
+  // The panel back into the matrix, and V row-major (unit diagonal, zeros above) for the update.
+#pragma unroll
+  for (int i = I0; i < NR; ++i) {
+    const int r = 32 * i + lane;
+    float vr[NB];
+#pragma unroll
+    for (int t = 0; t < NB; ++t) {
+      if (j0 + t < n) sA[(j0 + t) * LD + r] = P[t][i];
+      vr[t] = t < kb && r > j0 + t ? P[t][i] : (t < kb && r == j0 + t ? 1.0f : 0.0f);
+    }
+    *reinterpret_cast<float4*>(sV + r * NB) = make_float4(vr[0], vr[1], vr[2], vr[3]);
+    *reinterpret_cast<float4*>(sV + r * NB + 4) = make_float4(vr[4], vr[5], vr[6], vr[7]);
+  }
+}
+
 template <Layout L, int RPL>
 __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const Geqr2CtaArgs p) {
   constexpr int NW = kCtaBlkWarps, NB = kCtaBlkPanel, LD = cta_blk_ld(RPL), MR = 8 * RPL;
@@ -82,7 +244,6 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
   float* sTpb = sGb + 2 * NB * NB;                     // [2][NB] the panel's tau (0 past its reflectors)
   float* sTau = sTpb + 2 * NB;                         // [nrefl]
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int g = lane >> 2, q = lane & 3;
   const std::int64_t mat = blockIdx.x;
   const MatrixView<L> A{p.a + mat * p.stride, p.ld};
 
@@ -103,126 +264,14 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
   async_wait();
   __syncthreads();
 
-  // Sum over the eight lanes of each column (fixed order: every one of them ends with the
-  // same bits).
-  auto col_sum = [](auto x) {
-    x += __shfl_xor_sync(kFull, x, 4);
-    x += __shfl_xor_sync(kFull, x, 8);
-    x += __shfl_xor_sync(kFull, x, 16);
-    return x;
-  };
-
   const int npanels = (nrefl + NB - 1) / NB;
   if (warp == 0) {
     for (int pi = 0; pi < npanels; ++pi) {
-      const int j0 = pi * NB, kb = min(NB, nrefl - j0);  // kb: reflectors of this panel
-      float* sV = sVb + (pi & 1) * MR * NB;
-      float* sG = sGb + (pi & 1) * NB * NB;
-      float* sTp = sTpb + (pi & 1) * NB;
+      const int j0 = pi * NB;
       if (pi > 0) cta_bar_sync(kColsReady, 32 * NW);  // its columns have the previous panel's update
       static_dispatch<0, RPL / 4>(j0 >> 5, [&](auto t_c) {
-        constexpr int I0 = 4 * decltype(t_c)::value;  // registers below I0: rows above j0's 32-row group
-        // --- geqr2 of columns j0 .. j0 + 7 -------------------------------------------------
-        float P[2][RPL];
-#pragma unroll
-        for (int t = 0; t < 2; ++t) {
-          const int c = j0 + q + 4 * t;
-#pragma unroll
-          for (int i = I0; i < RPL; ++i) P[t][i] = c < n ? sA[c * LD + 8 * i + g] : 0.0f;
-        }
-        sG[lane] = 0.0f;
-        sG[lane + 32] = 0.0f;
-        __syncwarp();
-        const int id = (j0 >> 3) & 3;  // register I0 + id holds rows j0 .. j0 + 7
-        if (lane >= kb && lane < NB) sTp[lane] = 0.0f;
-        // Column step k (< kb) of the column in slot T (k / 4 == T) on lanes q == k % 4. One
-        // body per slot, in a rolled loop: unrolled over the eight steps and six 32-row groups
-        // the panel code outgrew the instruction cache (half the panel warp's stall samples
-        // were no_inst; docs/perf-notes.md v19).
-        auto step = [&](auto t_c, int k) {
-          constexpr int T = decltype(t_c)::value;
-          const int j = j0 + k, qk = k & 3;
-          float(&x)[RPL] = P[T];  // column k on lanes q == qk
-          float sq[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-          for (int i = I0; i < RPL; ++i) {
-            const bool below = i >= I0 + 4 || 8 * i + g > j;
-            sq[i & 3] = fmaf(below ? x[i] : 0.0f, x[i], sq[i & 3]);
-          }
-          const float ss = __shfl_sync(kFull, col_sum((sq[0] + sq[1]) + (sq[2] + sq[3])), qk);
-          const float al = id == 0 ? x[I0] : id == 1 ? x[I0 + 1] : id == 2 ? x[I0 + 2] : x[I0 + 3];
-          const float alpha = __shfl_sync(kFull, al, 4 * k + qk);
-          float beta, tau, scale;
-          if (ss >= 0x1p-100f && ss <= FLT_MAX) {  // warp-uniform
-            const Reflector<float> h = slarfg_fp32(alpha, ss);
-            beta = h.beta;
-            tau = h.tau;
-            scale = h.scale;
-          } else {
-            // Tiny, huge or NaN: the norm and the reflector in FP64; x scaled in place (in
-            // FP64) on the lanes holding it, v below then taken as it is (scale 1).
-            double s = 0.0;
-#pragma unroll
-            for (int i = I0; i < RPL; ++i) {
-              const bool below = i >= I0 + 4 || 8 * i + g > j;
-              const double xd = below ? x[i] : 0.0f;
-              s = fma(xd, xd, s);
-            }
-            s = __shfl_sync(kFull, col_sum(s), qk);
-            const ReflectorFp64Scale h = slarfg_fp64_or_identity(alpha, sqrt(s));
-            if (q == qk) {
-#pragma unroll
-              for (int i = I0; i < RPL; ++i)
-                if (i >= I0 + 4 || 8 * i + g > j) x[i] = static_cast<float>(static_cast<double>(x[i]) * h.scale);
-            }
-            beta = h.beta;
-            tau = h.tau;
-            scale = 1.0f;
-          }
-          // v on every lane (rows 8 i + g, from lane (g, qk)); the column keeps R above,
-          // beta on and v below the diagonal.
-          float v[RPL];
-#pragma unroll
-          for (int i = I0; i < RPL; ++i) {
-            const float xs = __shfl_sync(kFull, x[i], 4 * g + qk);
-            const int r = 8 * i + g;
-            v[i] = (i >= I0 + 4 || r > j) ? xs * scale : (r == j ? 1.0f : 0.0f);
-            if (q == qk) x[i] = (i >= I0 + 4 || r > j) ? v[i] : (r == j ? beta : x[i]);
-          }
-          // Dots with this lane's columns c = q, q + 4: H_k on those right of k, G(c, k) for
-          // those left of it.
-#pragma unroll
-          for (int t = 0; t < 2; ++t) {
-            float pd[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-            for (int i = I0; i < RPL; ++i) pd[i & 3] = fmaf(v[i], P[t][i], pd[i & 3]);
-            const float d = col_sum((pd[0] + pd[1]) + (pd[2] + pd[3]));
-            const int c = q + 4 * t;
-            const float tw = c > k ? tau * d : 0.0f;
-#pragma unroll
-            for (int i = I0; i < RPL; ++i) P[t][i] = fmaf(-tw, v[i], P[t][i]);
-            if (c < k && g == 0) sG[c * NB + k] = d;
-          }
-          if (lane == 0) {
-            sTau[j] = tau;
-            sTp[k] = tau;
-          }
-        };
-#pragma unroll 1
-        for (int k = 0; k < min(kb, 4); ++k) step(std::integral_constant<int, 0>{}, k);
-#pragma unroll 1
-        for (int k = 4; k < kb; ++k) step(std::integral_constant<int, 1>{}, k);
-        // The panel back into the matrix, and V row-major for the update.
-#pragma unroll
-        for (int t = 0; t < 2; ++t) {
-          const int cc = q + 4 * t, c = j0 + cc;
-#pragma unroll
-          for (int i = I0; i < RPL; ++i) {
-            const int r = 8 * i + g;
-            if (c < n) sA[c * LD + r] = P[t][i];
-            sV[r * NB + cc] = cc < kb && r > c ? P[t][i] : (cc < kb && r == c ? 1.0f : 0.0f);
-          }
-        }
+        cta_panel_geqr2<RPL / 4, decltype(t_c)::value>(sA, LD, sVb + (pi & 1) * MR * NB, sGb + (pi & 1) * NB * NB,
+                                                       sTpb + (pi & 1) * NB, sTau, j0, min(NB, nrefl - j0), n);
       });
       cta_bar_sync(kPanelReady, 32 * NW);
     }
@@ -281,7 +330,7 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
           for (int k = 0; k < NB; ++k) {
             float s = w[k];
 #pragma unroll
-            for (int i = 0; i < k; ++i) s = fmaf(-sG[i * NB + k], w[i], s);
+            for (int i = 0; i < k; ++i) s = fmaf(-sG[k * NB + cta_blk_slot(i, k)], w[i], s);
             w[k] = sTp[k] * s;
           }
 #pragma unroll

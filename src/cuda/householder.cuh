@@ -23,6 +23,29 @@ __device__ __forceinline__ Reflector<float> slarfg_fp32(float alpha, float ss) {
   return r;
 }
 
+// FP32 for ss in [2^-100, 2^100] and |alpha| <= 2^50, which the caller has checked: alpha^2 + ss,
+// beta and alpha - beta then lie well inside the normal range, and the square root and the
+// reciprocals are the hardware approximations with one Newton step each (within an ulp or
+// two, without the range checks and branches of the correctly rounded forms, which sit on
+// the panel's critical path).
+__device__ __forceinline__ float rcp_newton(float x) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return fmaf(r, fmaf(-x, r, 1.0f), r);
+}
+__device__ __forceinline__ Reflector<float> slarfg_fp32_in_range(float alpha, float ss) {
+  const float a2 = fmaf(alpha, alpha, ss);
+  float rs;
+  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(rs) : "f"(a2));
+  float nrm = a2 * rs;
+  nrm = fmaf(0.5f * rs, fmaf(-nrm, nrm, a2), nrm);
+  Reflector<float> r;
+  r.beta = -copysignf(nrm, alpha);
+  r.tau = (r.beta - alpha) * rcp_newton(r.beta);
+  r.scale = rcp_newton(alpha - r.beta);
+  return r;
+}
+
 // FP64 from xnorm = ||x(1:)||, which must not be 0 (LAPACK then takes tau = 0, H = I).
 // A NaN in alpha or xnorm gives NaN factors.
 __device__ __forceinline__ Reflector<double> slarfg_fp64(double alpha, double xnorm) {
