@@ -14,7 +14,8 @@
 // useful FMAs, plus three shuffle levels per column and slot), and the next column's owner
 // shares its scheduler with three warps doing so (docs/perf-notes.md v15, v19). Here the
 // panel's chain runs on a warp whose scheduler is otherwise idle, and the trailing update
-// is a rank-8 product with two float4 loads of V per 16 FMAs.
+// is a rank-8 product: 16-column tiles on the tensor cores in 3xTF32 (cta_update_cols_mma)
+// while the columns are many, else FFMA with two float4 loads of V per 16 FMAs.
 //
 // The panel warp (cta_panel_geqr2) holds rows 32 i + lane of all eight panel columns, and
 // takes each column step with one reduction (eight sums over the warp). Rows above the
@@ -39,6 +40,7 @@
 #include "cuda/geqr2_reg.cuh"
 #include "cuda/householder.cuh"
 #include "cuda/matrix_view.cuh"
+#include "cuda/mma_tf32.cuh"
 #include "cuda/warp_reduce.cuh"
 
 
@@ -47,6 +49,12 @@ namespace batchqr::cuda {
 inline constexpr int kCtaBlkWarps = 16;
 inline constexpr int kCtaBlkPanel = 8;
 inline constexpr int kCtaBlkPanelUnroll = 2;  // column steps per pass of the panel loop
+// The update takes 16-column tiles on the tensor cores once more than this many columns lie
+// past the next panel (more than two rounds of four columns on each of the 12 update warps),
+// else four columns per warp and round in FFMA, whose tasks are shorter. Measured on the H200
+// (docs/perf-notes.md v20): thresholds 0 / 48 / 96 / 144 gave 176^2 x40 0.149 / 0.146 / 0.144
+// / 0.149 ms and 100^2 x40 0.074 / 0.071 / 0.070 / 0.070 (FFMA only: 0.151, 0.068).
+inline constexpr int kCtaBlkMmaMinCols = 96;
 
 // The slot of panel column i at step k (the panel loop's rotation): G(i, k) is stored there.
 __host__ __device__ constexpr int cta_blk_slot(int i, int k) {
@@ -230,6 +238,104 @@ __device__ __forceinline__ void cta_panel_geqr2(float* sA, int LD, float* sV, fl
   }
 }
 
+// larfb on columns cb .. cb + 15 (those below n) by one warp on the tensor cores, in 3xTF32
+// (FP32-grade): W^T = C^T V by m16n8k8 (M: the 16 columns, K: 8 rows per step, two
+// accumulators for two chains), W' by the forward substitution on every lane of a quad (a
+// row of W^T spans a quad's four lanes), then C -= V W' per 16-row tile (N: each 8-column
+// half). The substitution's output comes in the reflector order 2t, 2t + 1 on lane t, so
+// the last product takes its K (the reflectors) in that order: V's two values per lane are
+// then adjacent (one 64-bit load). Rows from R0 (the 32-row group of the panel's diagonal:
+// V is zero above the diagonal and stale above R0).
+template <int MR>
+__device__ __forceinline__ void cta_update_cols_mma(float* sA, int LD, const float* sV, const float* sG,
+                                                    const float* sTp, int cb, int n, int R0) {
+  constexpr int NB = kCtaBlkPanel;
+  constexpr unsigned kFull = 0xffffffffu;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const bool ok0 = cb + g < n, ok1 = cb + g + 8 < n;
+  const float* a0p = sA + (ok0 ? cb + g : 0) * LD;
+  const float* a1p = sA + (ok1 ? cb + g + 8 : 0) * LD;
+  // W^T (16 x 8): acc[.][0] (column g, reflector 2t), [1] (g, 2t + 1), [2] (g + 8, 2t), [3] (g + 8, 2t + 1)
+  float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll 2
+  for (int r0 = R0; r0 < MR; r0 += 16) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = r0 + 8 * h;
+      const float a[4] = {ok0 ? a0p[r + t] : 0.0f, ok1 ? a1p[r + t] : 0.0f, ok0 ? a0p[r + t + 4] : 0.0f,
+                          ok1 ? a1p[r + t + 4] : 0.0f};
+      const float b[2] = {sV[(r + t) * NB + g], sV[(r + t + 4) * NB + g]};
+      std::uint32_t ab[4], as[4], bb[2], bs[2];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) split_tf32(a[i], ab[i], as[i]);
+#pragma unroll
+      for (int i = 0; i < 2; ++i) split_tf32(b[i], bb[i], bs[i]);
+      mma_3xtf32(acc[h], ab, as, bb, bs);
+    }
+  }
+  // W of columns cb + g (h = 0) and cb + g + 8 (h = 1), every reflector, on the quad's lanes;
+  // then W' in place
+  float w[2][NB];
+  const int quad = lane & ~3;
+#pragma unroll
+  for (int k = 0; k < NB; ++k) {
+    w[0][k] = __shfl_sync(kFull, acc[0][k & 1] + acc[1][k & 1], quad + (k >> 1));
+    w[1][k] = __shfl_sync(kFull, acc[0][2 + (k & 1)] + acc[1][2 + (k & 1)], quad + (k >> 1));
+  }
+#pragma unroll
+  for (int k = 0; k < NB; ++k)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float s = w[h][k];
+#pragma unroll
+      for (int i = 0; i < k; ++i) s = fmaf(-sG[k * NB + cta_blk_slot(i, k)], w[h][i], s);
+      w[h][k] = sTp[k] * s;
+    }
+  // B of C -= V W' for each 8-column half h: reflectors 2t, 2t + 1 of column cb + 8 h + g
+  std::uint32_t wb[2][2], ws[2][2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const float x = t == 0 ? w[h][e] : t == 1 ? w[h][2 + e] : t == 2 ? w[h][4 + e] : w[h][6 + e];
+      split_tf32(x, wb[h][e], ws[h][e]);
+    }
+  // C tile (16 x 8 of half h): (r0 + g, 2t), (r0 + g, 2t + 1), (r0 + g + 8, 2t), (r0 + g + 8, 2t + 1)
+  const int cc = cb + 2 * t;
+  bool okc[2][2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) okc[h][e] = cc + 8 * h + e < n;
+#pragma unroll 2
+  for (int r0 = R0; r0 < MR; r0 += 16) {
+    const float2 vlo = *reinterpret_cast<const float2*>(sV + (r0 + g) * NB + 2 * t);
+    const float2 vhi = *reinterpret_cast<const float2*>(sV + (r0 + g + 8) * NB + 2 * t);
+    std::uint32_t vb[4], vs[4];
+    split_tf32(-vlo.x, vb[0], vs[0]);
+    split_tf32(-vhi.x, vb[1], vs[1]);
+    split_tf32(-vlo.y, vb[2], vs[2]);
+    split_tf32(-vhi.y, vb[3], vs[3]);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float* c0p = sA + (okc[h][0] ? cc + 8 * h : 0) * LD + r0 + g;
+      float* c1p = sA + (okc[h][1] ? cc + 8 * h + 1 : 0) * LD + r0 + g;
+      float d[4] = {okc[h][0] ? c0p[0] : 0.0f, okc[h][1] ? c1p[0] : 0.0f, okc[h][0] ? c0p[8] : 0.0f,
+                    okc[h][1] ? c1p[8] : 0.0f};
+      const std::uint32_t bb[2] = {wb[h][0], wb[h][1]}, bs[2] = {ws[h][0], ws[h][1]};
+      mma_3xtf32(d, vb, vs, bb, bs);
+      if (okc[h][0]) {
+        c0p[0] = d[0];
+        c0p[8] = d[2];
+      }
+      if (okc[h][1]) {
+        c1p[0] = d[1];
+        c1p[8] = d[3];
+      }
+    }
+  }
+}
+
 template <Layout L, int RPL>
 __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const Geqr2CtaArgs p) {
   constexpr int NW = kCtaBlkWarps, NB = kCtaBlkPanel, LD = cta_blk_ld(RPL), MR = 8 * RPL;
@@ -290,9 +396,8 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
       static_dispatch<0, RPL / 4>(j0 >> 5, [&](auto t_c) {
         constexpr int I0 = 4 * decltype(t_c)::value;
         // --- larfb: columns j0 + 8 .. n - 1; the next panel's first (update warps 0-3), then
-        // the panel warp may start on it, while the others take the rest, four per warp at a time
+        // the panel warp may start on it, while the others take the rest
         const int c0 = j0 + NB;
-        const int quads = c0 < n ? (n - c0 + 3) / 4 : 0;
         // Columns c0 + CPW u .. c0 + CPW u + CPW - 1 (those below n) by one warp: lanes
         // (gr, qc) = 32 / CPW row groups x CPW columns. W = V^T C by FMAs down each lane's rows
         // and a butterfly over the row groups, W' by forward substitution (T never formed),
@@ -354,8 +459,16 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
         // warps (half a quad's rows per lane), since the panel warp waits for them.
         if (uw >= 0 && uw < 4 && 2 * uw < n - c0) update_cols(std::integral_constant<int, 2>{}, uw);
         if (pi + 1 < npanels) cta_bar_sync(kColsReady, 32 * NW);
-        if (uw >= 0)
-          for (int u = uw + 2; u < quads; u += kUpdateWarps) update_cols(std::integral_constant<int, 4>{}, u);
+        // The rest in 16-column tiles on the tensor cores (the first to the warps that had no
+        // pair) while they are many, else four columns per warp and round.
+        if (uw >= 0) {
+          if (n - c0 - NB > kCtaBlkMmaMinCols) {
+            for (int u = (uw + kUpdateWarps - 4) % kUpdateWarps; c0 + NB + 16 * u < n; u += kUpdateWarps)
+              cta_update_cols_mma<MR>(sA, LD, sV, sG, sTp, c0 + NB + 16 * u, n, 32 * decltype(t_c)::value);
+          } else {
+            for (int u = uw + 2; c0 + 4 * u < n; u += kUpdateWarps) update_cols(std::integral_constant<int, 4>{}, u);
+          }
+        }
       });
     }
   }
