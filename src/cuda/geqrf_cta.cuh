@@ -43,7 +43,6 @@
 #include "cuda/mma_tf32.cuh"
 #include "cuda/warp_reduce.cuh"
 
-
 namespace batchqr::cuda {
 
 inline constexpr int kCtaBlkWarps = 16;
@@ -61,8 +60,10 @@ __host__ __device__ constexpr int cta_blk_slot(int i, int k) {
   return (i - k / kCtaBlkPanelUnroll * kCtaBlkPanelUnroll) & (kCtaBlkPanel - 1);
 }
 
-// Column stride of the staged matrix: at least 8 RPL rows and 8 mod 32, so that lanes
-// (g, q) on rows 8 i + g of columns c + q hit distinct banks.
+// Column stride of the staged matrix: at least 8 RPL rows and 8 mod 32, so that the FFMA
+// update's lanes (8 row groups x 4 columns) hit distinct banks. The tensor-core tiles' loads
+// then meet 2-way conflicts; 4 mod 8 would clear them at 4 more floats per column, which
+// the widest shapes (224 x 230) do not have.
 __host__ __device__ constexpr int cta_blk_ld(int rpl) { return (8 * rpl + 23) / 32 * 32 + 8; }
 
 __host__ __device__ constexpr std::size_t geqrf_cta_smem_bytes(int rpl, int n) {
