@@ -214,7 +214,9 @@ TEST_F(UpdateKernels, PanelKernels) {
 // at odd sizes, tall and wide, a single column, both layouts, padded strides, a batch beyond
 // the SM count; rank-deficient matrices (exactly zero columns: H = I) and matrices scaled
 // far from 1 (the FP64 reflector) beside ordinary ones. geqrf_cta also at sizes only it
-// holds (more than 192 columns) and with panels that end past m (wide).
+// holds (more than 192 columns) and with panels that end past m (wide); its update takes
+// both paths here: tensor-core tiles while more than 96 columns lie past the next panel
+// (128 x 192, 176 x 176, 256 x 200, ...), FFMA below, and tiles cut at n (161 x 200).
 TEST_F(UpdateKernels, CtaKernel) {
   for (int kernel : {1, 2}) {
     PlanHints cta;
