@@ -19,7 +19,9 @@
 //
 // The panel warp (cta_panel_geqr2) holds rows 32 i + lane of all eight panel columns, and
 // takes each column step with one reduction (eight sums over the warp). Rows above the
-// 32-row group of j0 are skipped (a uniform dispatch on j0 / 32), rows past m are zeros.
+// 32-row group of j0 are skipped (the panel's code is compiled for a few heights, the update
+// skips them at run time: one copy of the update's code instead of one per group), rows past
+// m are zeros.
 //
 // The update (compact WY without T): with W = V^T C, the product H_7 .. H_0 C is
 // C - V W' where W'(k) = tau_k (W(k) - sum_{i<k} G(i, k) W'(i)) and G = V^T V; the panel
@@ -54,6 +56,12 @@ inline constexpr int kCtaBlkPanelUnroll = 2;  // column steps per pass of the pa
 // (docs/perf-notes.md v20): thresholds 0 / 48 / 96 / 144 gave 176^2 x40 0.149 / 0.146 / 0.144
 // / 0.149 ms and 100^2 x40 0.074 / 0.071 / 0.070 / 0.070 (FFMA only: 0.151, 0.068).
 inline constexpr int kCtaBlkMmaMinCols = 96;
+// The panel warp's code is compiled for at most this many heights (registers per lane and
+// column, each height serving the panels whose rows fit in it): one per 32-row group up to
+// 192 rows. Fewer heights process more zero rows; more cost instruction-cache misses each time
+// the panel steps into a new group. Measured on the H200 (docs/perf-notes.md v21): 1 / 2 / 3
+// / 6 heights gave 176^2 x40 0.157 / 0.143 / 0.142 / 0.141 ms.
+inline constexpr int kCtaPanelHeights = 6;
 
 // The slot of panel column i at step k (the panel loop's rotation): G(i, k) is stored there.
 __host__ __device__ constexpr int cta_blk_slot(int i, int k) {
@@ -83,9 +91,9 @@ __device__ __forceinline__ void cta_bar_sync(int id, int count) {
   asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
-// geqr2 of the panel j0 .. j0 + 7 (kb reflectors) by one warp. Lane l holds rows 32 i + l
-// (i >= I0; the rows above j0's 32-row group are not touched) of all eight columns, so that
-// v never leaves its lane. A column step is one reduction: the dots of x = a_k(j + 1:) with
+// geqr2 of the panel j0 .. j0 + 7 (kb reflectors) by one warp. Lane l holds rows rb + 32 i + l
+// (rb: the first row of j0's 32-row group; the rows above are not touched; i < nv, zeros for
+// nv <= i < NR) of all eight columns, so that v never leaves its lane. A column step is one reduction: the dots of x = a_k(j + 1:) with
 // all eight columns at once (its norm, the update's dots, G's dots), since
 // v^T a_c = a_c(j) + x^T a_c(j + 1:) / (alpha - beta). They are eight sums over the warp
 // (warp_allreduce_sum8); row j comes from its lane by one shuffle per column.
@@ -100,19 +108,20 @@ __device__ __forceinline__ void cta_bar_sync(int id, int count) {
 // slots rotating by U after each (slot t holds column (t + k0) mod 8), so that the code of
 // one pass is U steps (unrolled over all eight it outgrew the instruction cache, v19).
 // Step k's dots go to row k of sG by slot: G(i, k) = v_i^T v_k at sG[k NB + cta_blk_slot(i, k)].
-template <int NR, int I0>
+template <int NR>
 __device__ __forceinline__ void cta_panel_geqr2(float* sA, int LD, float* sV, float* sG, float* sTp, float* sTau,
-                                                int j0, int kb, int n) {
+                                                int j0, int kb, int n, int nv) {
   constexpr int NB = kCtaBlkPanel, U = kCtaBlkPanelUnroll;
   static_assert(NB % U == 0, "the slots come back in place after NB / U passes");
   constexpr unsigned kFull = 0xffffffffu;
   const int lane = threadIdx.x & 31;
-  const int jl = j0 & 31;  // row j0: register I0 of lane jl
+  const int jl = j0 & 31;  // row j0: register 0 of lane jl
+  const int rb = j0 - jl;   // the row of register 0 on lane 0
   float P[NB][NR];
 #pragma unroll
   for (int t = 0; t < NB; ++t)
 #pragma unroll
-    for (int i = I0; i < NR; ++i) P[t][i] = j0 + t < n ? sA[(j0 + t) * LD + 32 * i + lane] : 0.0f;
+    for (int i = 0; i < NR; ++i) P[t][i] = j0 + t < n && i < nv ? sA[(j0 + t) * LD + rb + 32 * i + lane] : 0.0f;
   sG[lane] = 0.0f;  // rows k >= kb are read, with tau = 0
   sG[lane + 32] = 0.0f;
   if (lane >= kb && lane < NB) sTp[lane] = 0.0f;
@@ -128,25 +137,25 @@ __device__ __forceinline__ void cta_panel_geqr2(float* sA, int LD, float* sV, fl
   for (int k0 = 0; k0 < NB; k0 += U) {
 #pragma unroll
     for (int s = 0; s < U; ++s) {
-      const int k = k0 + s, jr = jl + k;  // row j = j0 + k: register I0 of lane jr
+      const int k = k0 + s, jr = jl + k;  // row j = j0 + k: register 0 of lane jr
       if (k >= kb) continue;              // warp-uniform
       float(&x)[NR] = P[s];
-      const bool below = lane > jr, on = lane == jr;  // register I0's row against row j
+      const bool below = lane > jr, on = lane == jr;  // register 0's row against row j
       float rj[NB];
 #pragma unroll
-      for (int t = 0; t < NB; ++t) rj[t] = __shfl_sync(kFull, P[t][I0], jr);
+      for (int t = 0; t < NB; ++t) rj[t] = __shfl_sync(kFull, P[t][0], jr);
       float y[NR];  // round 0: x below row j; round 1: v
 #pragma unroll
-      for (int i = I0; i < NR; ++i) y[i] = i > I0 || below ? x[i] : 0.0f;
+      for (int i = 0; i < NR; ++i) y[i] = i > 0 || below ? x[i] : 0.0f;
       float v[NR], d[NB], beta, tau;
 #pragma unroll 1
       for (int round = 0;; ++round) {
         float dots[NB];
 #pragma unroll
         for (int t = 0; t < NB; ++t) {
-          float acc = y[I0] * P[t][I0];
+          float acc = y[0] * P[t][0];
 #pragma unroll
-          for (int i = I0 + 1; i < NR; ++i) acc = fmaf(y[i], P[t][i], acc);
+          for (int i = 1; i < NR; ++i) acc = fmaf(y[i], P[t][i], acc);
           dots[t] = acc;
         }
         warp_allreduce_sum8(dots);
@@ -168,8 +177,8 @@ __device__ __forceinline__ void cta_panel_geqr2(float* sA, int LD, float* sV, fl
           beta = h.beta;
           tau = h.tau;
 #pragma unroll
-          for (int i = I0; i < NR; ++i) v[i] = x[i] * h.scale;
-          v[I0] = below ? v[I0] : on ? 1.0f : 0.0f;
+          for (int i = 0; i < NR; ++i) v[i] = x[i] * h.scale;
+          v[0] = below ? v[0] : on ? 1.0f : 0.0f;
 #pragma unroll
           for (int t = 0; t < NB; ++t) d[t] = fmaf(dots[t], h.scale, rj[t]);
         }
@@ -179,20 +188,20 @@ __device__ __forceinline__ void cta_panel_geqr2(float* sA, int LD, float* sV, fl
           beta = h.beta;
           tau = h.tau;
 #pragma unroll
-          for (int i = I0; i < NR; ++i) v[i] = x[i] * h.scale;
+          for (int i = 0; i < NR; ++i) v[i] = x[i] * h.scale;
         } else {
           double s64 = 0.0;
 #pragma unroll
-          for (int i = I0; i < NR; ++i) s64 = fma(static_cast<double>(y[i]), static_cast<double>(y[i]), s64);
+          for (int i = 0; i < NR; ++i) s64 = fma(static_cast<double>(y[i]), static_cast<double>(y[i]), s64);
           const ReflectorFp64Scale h = slarfg_fp64_or_identity(alpha, sqrt(warp_allreduce_sum(s64)));
           beta = h.beta;
           tau = h.tau;
 #pragma unroll
-          for (int i = I0; i < NR; ++i) v[i] = static_cast<float>(static_cast<double>(x[i]) * h.scale);
+          for (int i = 0; i < NR; ++i) v[i] = static_cast<float>(static_cast<double>(x[i]) * h.scale);
         }
-        v[I0] = below ? v[I0] : on ? 1.0f : 0.0f;
+        v[0] = below ? v[0] : on ? 1.0f : 0.0f;
 #pragma unroll
-        for (int i = I0; i < NR; ++i) y[i] = v[i];
+        for (int i = 0; i < NR; ++i) y[i] = v[i];
       }
       // H_k on the slots right of the pivot that hold columns right of k (w = 0 on those that
       // wrapped round: finished columns), without branches
@@ -200,11 +209,11 @@ __device__ __forceinline__ void cta_panel_geqr2(float* sA, int LD, float* sV, fl
       for (int t = s + 1; t < NB; ++t) {
         const float w = __uint_as_float(__float_as_uint(tau * d[t]) & live[t]);
 #pragma unroll
-        for (int i = I0; i < NR; ++i) P[t][i] = fmaf(-w, v[i], P[t][i]);
+        for (int i = 0; i < NR; ++i) P[t][i] = fmaf(-w, v[i], P[t][i]);
       }
       // the column keeps R above, beta on and v below row j
 #pragma unroll
-      for (int i = I0; i < NR; ++i) x[i] = i > I0 || below ? v[i] : on ? beta : x[i];
+      for (int i = 0; i < NR; ++i) x[i] = i > 0 || below ? v[i] : on ? beta : x[i];
       if (lane == 0) {
         *reinterpret_cast<float4*>(sG + k * NB) = make_float4(d[0], d[1], d[2], d[3]);
         *reinterpret_cast<float4*>(sG + k * NB + 4) = make_float4(d[4], d[5], d[6], d[7]);
@@ -216,7 +225,7 @@ __device__ __forceinline__ void cta_panel_geqr2(float* sA, int LD, float* sV, fl
 #pragma unroll
     for (int t = 0; t < NB; ++t)
 #pragma unroll
-      for (int i = I0; i < NR; ++i) {
+      for (int i = 0; i < NR; ++i) {
         if (t < U) head[t][i] = P[t][i];
         P[t][i] = t + U < NB ? P[t + U][i] : head[t + U - NB][i];
       }
@@ -226,8 +235,9 @@ __device__ __forceinline__ void cta_panel_geqr2(float* sA, int LD, float* sV, fl
 
   // The panel back into the matrix, and V row-major (unit diagonal, zeros above) for the update.
 #pragma unroll
-  for (int i = I0; i < NR; ++i) {
-    const int r = 32 * i + lane;
+  for (int i = 0; i < NR; ++i) {
+    if (i >= nv) break;
+    const int r = rb + 32 * i + lane;
     float vr[NB];
 #pragma unroll
     for (int t = 0; t < NB; ++t) {
@@ -337,6 +347,15 @@ __device__ __forceinline__ void cta_update_cols_mma(float* sA, int LD, const flo
   }
 }
 
+// f(integral_constant<NRA>) with NRA the smallest of ceil(NRF k / V), k = 1 .. V, that is >= nv.
+template <int NRF, int V, int K = 1, class F>
+__device__ __forceinline__ void static_panel_dispatch(int nv, F&& f) {
+  constexpr int NRA = (NRF * K + V - 1) / V;
+  if constexpr (K == V) f(std::integral_constant<int, NRA>{});
+  else if (nv <= NRA) f(std::integral_constant<int, NRA>{});
+  else static_panel_dispatch<NRF, V, K + 1>(nv, f);
+}
+
 template <Layout L, int RPL>
 __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const Geqr2CtaArgs p) {
   constexpr int NW = kCtaBlkWarps, NB = kCtaBlkPanel, LD = cta_blk_ld(RPL), MR = 8 * RPL;
@@ -376,10 +395,17 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
     for (int pi = 0; pi < npanels; ++pi) {
       const int j0 = pi * NB;
       if (pi > 0) cta_bar_sync(kColsReady, 32 * NW);  // its columns have the previous panel's update
-      static_dispatch<0, RPL / 4>(j0 >> 5, [&](auto t_c) {
-        cta_panel_geqr2<RPL / 4, decltype(t_c)::value>(sA, LD, sVb + (pi & 1) * MR * NB, sGb + (pi & 1) * NB * NB,
-                                                       sTpb + (pi & 1) * NB, sTau, j0, min(NB, nrefl - j0), n);
-      });
+      {
+        constexpr int NRF = RPL / 4;
+        const int nv = NRF - (j0 >> 5);
+        float* sV = sVb + (pi & 1) * MR * NB;
+        float* sG = sGb + (pi & 1) * NB * NB;
+        float* sTp = sTpb + (pi & 1) * NB;
+        const int kb = min(NB, nrefl - j0);
+        static_panel_dispatch<NRF, (kCtaPanelHeights < NRF ? kCtaPanelHeights : NRF)>(nv, [&](auto nr_c) {
+          cta_panel_geqr2<decltype(nr_c)::value>(sA, LD, sV, sG, sTp, sTau, j0, kb, n, nv);
+        });
+      }
       cta_bar_sync(kPanelReady, 32 * NW);
     }
   } else {
@@ -394,8 +420,8 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
       const float* sG = sGb + (pi & 1) * NB * NB;
       const float* sTp = sTpb + (pi & 1) * NB;
       cta_bar_sync(kPanelReady, 32 * NW);
-      static_dispatch<0, RPL / 4>(j0 >> 5, [&](auto t_c) {
-        constexpr int I0 = 4 * decltype(t_c)::value;
+      {
+        const int g0 = j0 >> 5;  // rows above 32 g0 are not touched
         // --- larfb: columns j0 + 8 .. n - 1; the next panel's first (update warps 0-3), then
         // the panel warp may start on it, while the others take the rest
         const int c0 = j0 + NB;
@@ -405,7 +431,7 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
         // then C -= V W'.
         auto update_cols = [&](auto cpw_c, int u) {
           constexpr int CPW = decltype(cpw_c)::value, RG = 32 / CPW, NR = MR / RG;
-          constexpr int F = I0 * 8 / RG;  // registers below F: rows above j0's 32-row group
+          const int F = g0 * 32 / RG;  // registers below F: rows above j0's 32-row group
           const int gr = lane / CPW, qc = lane % CPW;
           const int c = c0 + CPW * u + qc;
           const bool ok = c < n;
@@ -414,8 +440,9 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
 #pragma unroll
           for (int k = 0; k < NB; ++k) w[k] = 0.0f;
 #pragma unroll
-          for (int i = F; i < NR; ++i) {
-            const int r = RG * i + gr;
+          for (int i = 0; i < NR; ++i) {
+            if (i >= NR - F) break;
+            const int r = RG * (i + F) + gr;
             a[i] = ok ? sA[c * LD + r] : 0.0f;
             const float4 v0 = *reinterpret_cast<const float4*>(sV + r * NB);
             const float4 v1 = *reinterpret_cast<const float4*>(sV + r * NB + 4);
@@ -440,8 +467,9 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
             w[k] = sTp[k] * s;
           }
 #pragma unroll
-          for (int i = F; i < NR; ++i) {
-            const int r = RG * i + gr;
+          for (int i = 0; i < NR; ++i) {
+            if (i >= NR - F) break;
+            const int r = RG * (i + F) + gr;
             const float4 v0 = *reinterpret_cast<const float4*>(sV + r * NB);
             const float4 v1 = *reinterpret_cast<const float4*>(sV + r * NB + 4);
             float y = a[i];
@@ -465,12 +493,12 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
         if (uw >= 0) {
           if (n - c0 - NB > kCtaBlkMmaMinCols) {
             for (int u = (uw + kUpdateWarps - 4) % kUpdateWarps; c0 + NB + 16 * u < n; u += kUpdateWarps)
-              cta_update_cols_mma<MR>(sA, LD, sV, sG, sTp, c0 + NB + 16 * u, n, 32 * decltype(t_c)::value);
+              cta_update_cols_mma<MR>(sA, LD, sV, sG, sTp, c0 + NB + 16 * u, n, 32 * g0);
           } else {
             for (int u = uw + 2; c0 + 4 * u < n; u += kUpdateWarps) update_cols(std::integral_constant<int, 4>{}, u);
           }
         }
-      });
+      }
     }
   }
   __syncthreads();
