@@ -173,32 +173,32 @@ TEST(CudaPolicy, TinyMatricesTakeAWarpSmallOnesAreFusedLargeOnesBlocked) {
 }
 
 // geqrf_cta: matrices of at most 256 rows (and columns that fit its shared memory) within
-// one wave of one CTA per SM, and of 65-176 columns within two. geqr2_cta: the matrices of
-// 65-192 columns and at most 256 rows that geqrf_cta leaves within two waves, and small ones
-// of at most 64 columns ahead of the register kernel; larger batches, rows or columns go
-// blocked (or fused).
+// one wave of one CTA per SM, of 65-192 columns within two, and of 65-128 rows and columns
+// within four. geqr2_cta: small ones of at most 64 columns ahead of the register kernel;
+// larger batches, rows or columns go blocked (or fused).
 TEST(CudaPolicy, WholeMatrixInOneCtaForFewSmallMatrices) {
   const DeviceInfo dev = h200();  // 132 SMs
   for (auto [m, n, b] : {std::tuple{176, 176, 40}, {176, 176, 1}, {176, 176, 264}, {100, 100, 132}, {192, 192, 40},
                          {256, 128, 40}, {250, 70, 5}, {20, 190, 3}, {65, 65, 1}, {224, 224, 132}, {256, 200, 40},
-                         {64, 64, 132}, {200, 64, 40}, {33, 33, 1}, {1, 50, 2}, {50, 1, 2}, {100, 48, 40}}) {
+                         {64, 64, 132}, {200, 64, 40}, {33, 33, 1}, {1, 50, 2}, {50, 1, 2}, {100, 48, 40},
+                         {192, 192, 133}, {192, 192, 264}, {80, 80, 500}, {100, 100, 500}, {128, 128, 528},
+                         {128, 100, 300}}) {
     const GeqrfPlan p = make_plan(dev, make_geqrf_desc(m, n, b));
     EXPECT_EQ(p.algorithm, Algorithm::cta_blocked) << m << " x " << n << " x " << b;
     EXPECT_GE(8 * p.cta_blk.rows_per_lane, m);
   }
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(176, 176, 40)).cta_blk.rows_per_lane, 24);
-  // Past one wave: 65-176 columns only; geqr2_cta keeps the rest of its ground.
-  for (auto [m, n, b] : {std::tuple{192, 192, 133}, {192, 192, 264}, {64, 64, 264}, {33, 33, 200}, {64, 48, 200}}) {
+  // Past one wave: 65-192 columns only; geqr2_cta keeps the small ones.
+  for (auto [m, n, b] : {std::tuple{64, 64, 264}, {33, 33, 200}, {64, 48, 200}}) {
     const GeqrfPlan p = make_plan(dev, make_geqrf_desc(m, n, b));
     EXPECT_EQ(p.algorithm, Algorithm::cta) << m << " x " << n << " x " << b;
     EXPECT_GE(8 * p.cta.rows_per_lane, m);
     EXPECT_GE(4 * p.cta.warps * p.cta.slots, n);
   }
-  EXPECT_EQ(make_plan(dev, make_geqrf_desc(192, 192, 264)).cta.rows_per_lane, 24);
-  EXPECT_EQ(make_plan(dev, make_geqrf_desc(192, 192, 264)).cta.slots, 3);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(64, 64, 264)).cta.slots, 1);
   for (auto [m, n, b] : {std::tuple{176, 176, 265}, {100, 100, 1000}, {257, 100, 5}, {200, 193, 133}, {256, 129, 265},
-                         {300, 100, 2}, {256, 256, 40}, {224, 224, 264}})
+                         {300, 100, 2}, {256, 256, 40}, {224, 224, 264}, {192, 192, 265}, {128, 128, 529},
+                         {129, 129, 500}, {256, 128, 500}, {64, 100, 500}})
     EXPECT_EQ(make_plan(dev, make_geqrf_desc(m, n, b)).algorithm, Algorithm::blocked) << m << " x " << n << " x " << b;
   for (auto [m, n, b] : {std::tuple{64, 64, 265}, {100, 48, 133}, {129, 64, 133}, {200, 64, 133}, {300, 40, 2},
                          {256, 64, 264}})

@@ -191,9 +191,11 @@ bool stripe_update_for(const GeqrfPlan& plan, int rows, int ncols, std::int64_t 
 inline constexpr int kFusedUpdateMaxRows = 256;
 bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch);
 // Whether the policy factors an m x n matrix with geqrf_cta (blocked, one CTA per matrix)
-// where a compiled shape holds it: within one wave of one CTA per SM, and within two for
-// 65-176 columns. Ahead of geqr2_cta (cta_geqrf) and the register kernel.
-inline constexpr int kCtaBlkTwoWavesMaxCols = 176;
+// where a compiled shape holds it: within one wave of one CTA per SM, within two for 65-192
+// columns, and within four where m and n are both 65-128. Ahead of geqr2_cta (cta_geqrf) and
+// the register kernel.
+inline constexpr int kCtaBlkTwoWavesMaxCols = 192;
+inline constexpr int kCtaBlkFourWavesMaxCols = 128;
 bool cta_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch);
 // Whether the policy factors an m x n matrix with geqr2_cta where a compiled shape holds
 // it (and geqrf_cta does not take it): past 64 columns while the batch fits in two waves (one CTA per SM); at most 64
