@@ -91,10 +91,11 @@ __device__ __forceinline__ void cta_bar_sync(int id, int count) {
   asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
-// geqr2 of the panel j0 .. j0 + 7 (kb reflectors) by one warp. Lane l holds rows rb + 32 i + l
-// (rb: the first row of j0's 32-row group; the rows above are not touched; i < nv, zeros for
-// nv <= i < NR) of all eight columns, so that v never leaves its lane. A column step is one reduction: the dots of x = a_k(j + 1:) with
-// all eight columns at once (its norm, the update's dots, G's dots), since
+// geqr2 of the panel j0 .. j0 + 7 (kb reflectors) by one warp. Lane l holds rows
+// rb + 32 i + l of all eight columns (rb: the first row of j0's 32-row group, the rows above
+// are not touched; i < nv, zeros for nv <= i < NR), so that v never leaves its lane. A
+// column step is one reduction: the dots of x = a_k(j + 1:) with all eight columns at once
+// (its norm, the update's dots, G's dots), since
 // v^T a_c = a_c(j) + x^T a_c(j + 1:) / (alpha - beta). They are eight sums over the warp
 // (warp_allreduce_sum8); row j comes from its lane by one shuffle per column.
 //
@@ -431,7 +432,8 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
         // then C -= V W'.
         auto update_cols = [&](auto cpw_c, int u) {
           constexpr int CPW = decltype(cpw_c)::value, RG = 32 / CPW, NR = MR / RG;
-          const int F = g0 * 32 / RG;  // registers below F: rows above j0's 32-row group
+          // the first F row groups (above j0's 32-row group) are skipped: a[i] holds row RG (i + F) + gr
+          const int F = g0 * 32 / RG;
           const int gr = lane / CPW, qc = lane % CPW;
           const int c = c0 + CPW * u + qc;
           const bool ok = c < n;
