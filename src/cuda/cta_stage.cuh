@@ -10,15 +10,18 @@
 
 namespace batchqr::cuda {
 
-// By NW warps: row-major, a warp per row (lanes along it); column-major, a warp per column
-// (lanes down it). tau[0 .. nrefl) from sTau.
-template <int NW, Layout L>
+// By NW warps: row-major, RT rows per warp and store (32 / RT lanes along each: RT = 1 for an
+// odd col_stride, RT = 4 for one that is 8 mod 32 keeps the loads' lanes on distinct bank
+// pairs); column-major, a warp per column (lanes down it). tau[0 .. nrefl) from sTau.
+template <int NW, int RT = 1, Layout L>
 __device__ __forceinline__ void cta_write_back(const MatrixView<L>& A, const float* sA, int col_stride, int m, int n,
                                                float* tau, const float* sTau, int nrefl) {
+  static_assert(RT >= 1 && 32 % RT == 0, "RT rows of 32 / RT lanes");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if constexpr (L == Layout::row_major) {
-    for (int r = warp; r < m; r += NW)
-      for (int c = lane; c < n; c += 32) A(r, c) = sA[c * col_stride + r];
+    constexpr int CT = 32 / RT;
+    for (int r = RT * warp + lane / CT; r < m; r += RT * NW)
+      for (int c = lane % CT; c < n; c += CT) A(r, c) = sA[c * col_stride + r];
   } else {
     for (int c = warp; c < n; c += NW)
       for (int r = lane; r < m; r += 32) A(r, c) = sA[c * col_stride + r];

@@ -56,12 +56,20 @@ inline constexpr int kCtaBlkPanelUnroll = 2;  // column steps per pass of the pa
 // (docs/perf-notes.md v20): thresholds 0 / 48 / 96 / 144 gave 176^2 x40 0.149 / 0.146 / 0.144
 // / 0.149 ms and 100^2 x40 0.074 / 0.071 / 0.070 / 0.070 (FFMA only: 0.151, 0.068).
 inline constexpr int kCtaBlkMmaMinCols = 96;
+// The next panel's columns go one per update warp (eight warps) from this many staged rows
+// (8 RPL), else two per warp (four warps). Measured on the H200 (docs/perf-notes.md v22):
+// one per warp gave 176^2 x40 -1.1%, 192^2 x132 -1.2%, 100^2 x40 -1.2%, 128^2 x40 +-0,
+// 64^2 x40 +7%, 48^2 x40 +6.5%.
+inline constexpr int kCtaBlkNextOneColRows = 128;
 // The panel warp's code is compiled for at most this many heights (registers per lane and
 // column, each height serving the panels whose rows fit in it): one per 32-row group up to
 // 192 rows. Fewer heights process more zero rows; more cost instruction-cache misses each time
 // the panel steps into a new group. Measured on the H200 (docs/perf-notes.md v21): 1 / 2 / 3
 // / 6 heights gave 176^2 x40 0.157 / 0.143 / 0.142 / 0.141 ms.
 inline constexpr int kCtaPanelHeights = 6;
+// Rows per warp and copy of the row-major stage-in and write-back (the rest of a warp's 32
+// lanes along them).
+inline constexpr int kCtaBlkStageRows = 4;
 
 // The slot of panel column i at step k (the panel loop's rotation): G(i, k) is stored there.
 __host__ __device__ constexpr int cta_blk_slot(int i, int k) {
@@ -375,9 +383,13 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
   const MatrixView<L> A{p.a + mat * p.stride, p.ld};
 
   // --- stage in -----------------------------------------------------------------------------
-  if constexpr (L == Layout::row_major) {  // warp per row, lanes along it
-    for (int r = warp; r < MR; r += NW)
-      for (int c = lane; c < n; c += 32) {
+  if constexpr (L == Layout::row_major) {
+    // Four rows x eight columns per warp and copy (kCtaBlkStageRows): a whole 32-byte sector of
+    // each row, and two lanes per bank (LD is 8 mod 32), where a warp per row put its lanes on
+    // four banks.
+    constexpr int RT = kCtaBlkStageRows, CT = 32 / RT;
+    for (int r = RT * warp + lane / CT; r < MR; r += RT * NW)
+      for (int c = lane % CT; c < n; c += CT) {
         if (r < m) async_copy(sA + c * LD + r, &A(r, c));
         else sA[c * LD + r] = 0.0f;
       }
@@ -486,15 +498,18 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
             if (ok) sA[c * LD + r] = y;
           }
         };
-        // The next panel's columns (j0 + 8 .. j0 + 15) first, as four pairs on four update
-        // warps (half a quad's rows per lane), since the panel warp waits for them.
-        if (uw >= 0 && uw < 4 && 2 * uw < n - c0) update_cols(std::integral_constant<int, 2>{}, uw);
+        // The next panel's columns (j0 + 8 .. j0 + 15) first, since the panel warp waits for
+        // them: a column per update warp where the rows are many, else pairs of columns on
+        // four warps (half a quad's rows per lane), whose butterfly is a level shorter.
+        constexpr int kNextCpw = MR >= kCtaBlkNextOneColRows ? 1 : 2, kNextWarps = NB / kNextCpw;
+        if (uw >= 0 && uw < kNextWarps && kNextCpw * uw < n - c0)
+          update_cols(std::integral_constant<int, kNextCpw>{}, uw);
         if (pi + 1 < npanels) cta_bar_sync(kColsReady, 32 * NW);
         // The rest in 16-column tiles on the tensor cores (the first to the warps that had no
         // pair) while they are many, else four columns per warp and round.
         if (uw >= 0) {
           if (n - c0 - NB > kCtaBlkMmaMinCols) {
-            for (int u = (uw + kUpdateWarps - 4) % kUpdateWarps; c0 + NB + 16 * u < n; u += kUpdateWarps)
+            for (int u = (uw + kUpdateWarps - kNextWarps) % kUpdateWarps; c0 + NB + 16 * u < n; u += kUpdateWarps)
               cta_update_cols_mma<MR>(sA, LD, sV, sG, sTp, c0 + NB + 16 * u, n, 32 * g0);
           } else {
             for (int u = uw + 2; c0 + 4 * u < n; u += kUpdateWarps) update_cols(std::integral_constant<int, 4>{}, u);
@@ -506,7 +521,7 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
   __syncthreads();
 
   // --- write back: the matrix in sA is the output (R on and above, V below the diagonal) ---
-  cta_write_back<NW>(A, sA, LD, m, n, p.tau + mat * p.tau_stride, sTau, nrefl);
+  cta_write_back<NW, kCtaBlkStageRows>(A, sA, LD, m, n, p.tau + mat * p.tau_stride, sTau, nrefl);
 }
 
 }  // namespace batchqr::cuda
