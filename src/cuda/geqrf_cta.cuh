@@ -68,7 +68,8 @@ inline constexpr int kCtaBlkNextOneColRows = 128;
 // / 6 heights gave 176^2 x40 0.157 / 0.143 / 0.142 / 0.141 ms.
 inline constexpr int kCtaPanelHeights = 6;
 // Rows per warp and copy of the row-major stage-in and write-back (the rest of a warp's 32
-// lanes along them).
+// lanes along them). Measured on the H200 at 176^2 (docs/perf-notes.md v22): 1 / 4 rows gave
+// a stage-in of 15.0k / 11.2k cycles and a write-back of 6.0k / 2.2k.
 inline constexpr int kCtaBlkStageRows = 4;
 
 // The slot of panel column i at step k (the panel loop's rotation): G(i, k) is stored there.
@@ -435,8 +436,8 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
       cta_bar_sync(kPanelReady, 32 * NW);
       {
         const int g0 = j0 >> 5;  // rows above 32 g0 are not touched
-        // --- larfb: columns j0 + 8 .. n - 1; the next panel's first (update warps 0-3), then
-        // the panel warp may start on it, while the others take the rest
+        // --- larfb: columns j0 + 8 .. n - 1; the next panel's first (update warps 0-7 or
+        // 0-3), then the panel warp may start on it, while the others take the rest
         const int c0 = j0 + NB;
         // Columns c0 + CPW u .. c0 + CPW u + CPW - 1 (those below n) by one warp: lanes
         // (gr, qc) = 32 / CPW row groups x CPW columns. W = V^T C by FMAs down each lane's rows
