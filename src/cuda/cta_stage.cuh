@@ -10,9 +10,9 @@
 
 namespace batchqr::cuda {
 
-// By NW warps: row-major, RT rows per warp and store (32 / RT lanes along each: RT = 1 for an
-// odd col_stride, RT = 4 for one that is 8 mod 32 keeps the loads' lanes on distinct bank
-// pairs); column-major, a warp per column (lanes down it). tau[0 .. nrefl) from sTau.
+// By NW warps: row-major, RT rows per warp and store, 32 / RT lanes along each (RT = 1 for an
+// odd col_stride; RT = 4 for one that is 8 mod 32, which keeps the loads at two lanes per
+// bank); column-major, a warp per column (lanes down it). tau[0 .. nrefl) from sTau.
 template <int NW, int RT = 1, Layout L>
 __device__ __forceinline__ void cta_write_back(const MatrixView<L>& A, const float* sA, int col_stride, int m, int n,
                                                float* tau, const float* sTau, int nrefl) {

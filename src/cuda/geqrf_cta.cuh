@@ -506,8 +506,8 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
         if (uw >= 0 && uw < kNextWarps && kNextCpw * uw < n - c0)
           update_cols(std::integral_constant<int, kNextCpw>{}, uw);
         if (pi + 1 < npanels) cta_bar_sync(kColsReady, 32 * NW);
-        // The rest in 16-column tiles on the tensor cores (the first to the warps that had no
-        // pair) while they are many, else four columns per warp and round.
+        // The rest in 16-column tiles on the tensor cores (the first to the warps that had none
+        // of the next panel's columns) while they are many, else four columns per warp and round.
         if (uw >= 0) {
           if (n - c0 - NB > kCtaBlkMmaMinCols) {
             for (int u = (uw + kUpdateWarps - kNextWarps) % kUpdateWarps; c0 + NB + 16 * u < n; u += kUpdateWarps)
