@@ -246,14 +246,14 @@ bool cta_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) 
   // 0.186 / 0.186, 200x64 0.077 / 0.092 / 0.085 (register kernel); but 256x64 x 264 0.168 /
   // 0.181 / 0.112 and 120x60 x 264 0.095 / 0.098 / 0.083. One CTA of 512 threads per SM:
   // past one wave only where the panel chain keeps the alternatives slower.
-  // Again with v21's kernel (docs/perf-notes.md v21, same columns): 48 x 264 0.052 / 0.043 /
+  // With v21's kernel (docs/perf-notes.md v21, same columns): 48 x 264 0.052 / 0.043 /
   // 0.064; 64 x 264 0.068 / 0.055 / 0.080; 80 x 500 0.161 / 0.283 / 0.176; 100 x 500 0.240 /
   // 0.350 / 0.274; 128 x 500 0.287 / 0.428 / 0.297; 176 x 264 0.289 / 0.347 / 0.452; 192 x
   // 264 0.298 / 0.359 / 0.484; 256x128 x 264 0.255 / 0.357 / 0.276. So two waves up to 192
   // columns, and four for square matrices of 65-128 (tall ones past two waves not measured).
   const std::int64_t sms = dev.sm_count;
   if (n <= 2 * kMaxPanelWidth) return batch <= sms;
-  if (m > 2 * kMaxPanelWidth && m <= kCtaBlkFourWavesMaxCols && n <= kCtaBlkFourWavesMaxCols && batch <= 4 * sms)
+  if (m > 2 * kMaxPanelWidth && m <= kCtaBlkFourWavesMaxDim && n <= kCtaBlkFourWavesMaxDim && batch <= 4 * sms)
     return true;
   return batch <= (n <= kCtaBlkTwoWavesMaxCols ? 2 : 1) * sms;
 }

@@ -195,7 +195,7 @@ bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch);
 // columns, and within four where m and n are both 65-128. Ahead of geqr2_cta (cta_geqrf) and
 // the register kernel.
 inline constexpr int kCtaBlkTwoWavesMaxCols = 192;
-inline constexpr int kCtaBlkFourWavesMaxCols = 128;
+inline constexpr int kCtaBlkFourWavesMaxDim = 128;  // bounds rows and columns
 bool cta_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch);
 // Whether the policy factors an m x n matrix with geqr2_cta where a compiled shape holds
 // it (and geqrf_cta does not take it): past 64 columns while the batch fits in two waves (one CTA per SM); at most 64
