@@ -388,12 +388,10 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
     // Four rows x eight columns per warp and copy (kCtaBlkStageRows): a whole 32-byte sector of
     // each row, and two lanes per bank (LD is 8 mod 32), where a warp per row put its lanes on
     // four banks.
-    constexpr int RT = kCtaBlkStageRows, CT = 32 / RT;
-    for (int r = RT * warp + lane / CT; r < MR; r += RT * NW)
-      for (int c = lane % CT; c < n; c += CT) {
-        if (r < m) async_copy(sA + c * LD + r, &A(r, c));
-        else sA[c * LD + r] = 0.0f;
-      }
+    cta_row_major_tiles<NW, kCtaBlkStageRows>(MR, n, [&](int r, int c) {
+      if (r < m) async_copy(sA + c * LD + r, &A(r, c));
+      else sA[c * LD + r] = 0.0f;
+    });
   } else {  // lanes down each column
     for (int c = warp; c < n; c += NW)
       for (int r = lane; r < MR; r += 32) {
