@@ -234,8 +234,11 @@ TEST(CudaPolicy, LargeMatricesUseTwoLevelBlocking) {
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(768, 768, 100)).outer_nb, 64);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1536, 1536, 30)).outer_nb, 64);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 1024, 60)).outer_nb, 64);
-  EXPECT_EQ(make_plan(dev, make_geqrf_desc(4096, 4096, 2)).outer_nb, 32);  // few matrices: panels dominate
-  EXPECT_EQ(make_plan(dev, make_geqrf_desc(3000, 3000, 4)).outer_nb, 32);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(4096, 4096, 2)).outer_nb, 64);  // few matrices, large enough
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(3000, 3000, 4)).outer_nb, 64);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(8192, 8192, 1)).outer_nb, 64);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(4096, 4096, 1)).outer_nb, 32);  // batch x k^2 below kTwoLevelMinWork
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(2048, 2048, 4)).outer_nb, 32);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(2048, 2048, 8)).outer_nb, 64);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1536, 1536, 8)).outer_nb, 32);  // batch x k^2 below kTwoLevelMinWork
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 1024, 16)).outer_nb, 32);
@@ -446,7 +449,7 @@ TEST(CudaPolicy, StripeClustersSplitTheRows) {
     }
     if (rows <= kLarfbStripeMaxRows) {
       EXPECT_EQ(S, 1) << rows;
-      EXPECT_LE(larfb_stripe_smem_bytes(rows), dev.smem_per_block_optin) << rows;
+      EXPECT_LE(larfb_stripe_max_smem_bytes(rows), dev.smem_per_block_optin) << rows;
       continue;
     }
     ASSERT_GE(S, 2) << rows;
@@ -456,37 +459,36 @@ TEST(CudaPolicy, StripeClustersSplitTheRows) {
     EXPECT_LE(cap, kLarfbStripeSplitRows) << rows;
     EXPECT_LT((S - 1) * cap, rows) << rows;  // the last CTA holds rows too
     EXPECT_GE(S * cap, rows) << rows;
-    EXPECT_LE(2 * (larfb_stripe_smem_bytes(rows) + 1024), dev.smem_per_sm) << rows;  // 1 KiB reserved per CTA
+    EXPECT_LE(2 * (larfb_stripe_max_smem_bytes(rows) + 1024), dev.smem_per_sm) << rows;  // 1 KiB reserved per CTA
   }
   EXPECT_EQ(larfb_stripe_cluster(kLarfbStripeClusterMaxRows), kLarfbStripeMaxCluster);
 }
 
 // Updates taller than one CTA's stripe: the next panel's columns always on larfb_stripe;
-// the trailing matrix's up to 4096 rows while cuBLAS's V^T C would have at most two
-// tiles of W per SM, cuBLAS otherwise.
-TEST(CudaPolicy, TallWideUpdatesOnTheStripeWhileCublasWouldNotFillTheGpu) {
-  const DeviceInfo dev = h200();  // 132 SMs
+// the trailing matrix's up to kStripeWideMaxRows rows at any batch, cuBLAS above.
+TEST(CudaPolicy, TallWideUpdatesOnTheStripeUpToABound) {
+  const DeviceInfo dev = h200();
   const GeqrfPlan p2 = make_plan(dev, make_geqrf_desc(4096, 4096, 2));
-  EXPECT_TRUE(stripe_update_for(p2, 4096, 4064, 2));  // 128 tiles
-  EXPECT_TRUE(stripe_update_for(p2, 4096, 32, 2));    // the next panel's columns
-  EXPECT_TRUE(stripe_update_for(make_plan(dev, make_geqrf_desc(2048, 2048, 8)), 2048, 2016, 8));  // 256
-  EXPECT_FALSE(stripe_update_for(make_plan(dev, make_geqrf_desc(2048, 2048, 9)), 2048, 2016, 9));  // 288
+  EXPECT_TRUE(stripe_update_for(p2, 4096, 4032));
+  EXPECT_TRUE(stripe_update_for(p2, 4096, 64));  // the next panel's columns
+  EXPECT_TRUE(stripe_update_for(make_plan(dev, make_geqrf_desc(2048, 2048, 9)), 2048, 1984));
   const GeqrfPlan p1 = make_plan(dev, make_geqrf_desc(8192, 8192, 1));
-  EXPECT_FALSE(stripe_update_for(p1, 8192, 8160, 1));  // past 4096 rows
-  EXPECT_TRUE(stripe_update_for(p1, 8192, p1.outer_nb, 1));
-  EXPECT_TRUE(stripe_update_for(p1, 4096, 4064, 1));   // later in the same matrix
+  EXPECT_FALSE(stripe_update_for(p1, 8192, 8128));  // past kStripeWideMaxRows
+  EXPECT_TRUE(stripe_update_for(p1, 8192, p1.outer_nb));
+  EXPECT_TRUE(stripe_update_for(p1, kStripeWideMaxRows, 4032));  // later in the same matrix
+  EXPECT_FALSE(stripe_update_for(p1, kStripeWideMaxRows + 1, 4032));
   const GeqrfPlan p30 = make_plan(dev, make_geqrf_desc(1536, 1536, 30));
-  EXPECT_FALSE(stripe_update_for(p30, 1536, 1472, 30));  // 690 tiles
-  EXPECT_TRUE(stripe_update_for(p30, 1024, 960, 30));    // one CTA per stripe: at any size
-  EXPECT_TRUE(stripe_update_for(make_plan(dev, make_geqrf_desc(512, 512, 640)), 512, 448, 640));
+  EXPECT_TRUE(stripe_update_for(p30, 1536, 1472));   // many matrices: still the stripe
+  EXPECT_TRUE(stripe_update_for(make_plan(dev, make_geqrf_desc(1100, 1100, 1000)), 1100, 1036));
+  EXPECT_TRUE(stripe_update_for(make_plan(dev, make_geqrf_desc(512, 512, 640)), 512, 448));
   PlanHints hints;
   hints.stripe_wide = 0;
-  EXPECT_FALSE(stripe_update_for(make_plan(dev, make_geqrf_desc(4096, 4096, 2), hints), 4096, 4064, 2));
-  EXPECT_TRUE(stripe_update_for(make_plan(dev, make_geqrf_desc(4096, 4096, 2), hints), 4096, 32, 2));
+  EXPECT_FALSE(stripe_update_for(make_plan(dev, make_geqrf_desc(4096, 4096, 2), hints), 4096, 4032));
+  EXPECT_TRUE(stripe_update_for(make_plan(dev, make_geqrf_desc(4096, 4096, 2), hints), 4096, 64));
   hints.stripe_wide = 1;
-  EXPECT_TRUE(stripe_update_for(make_plan(dev, make_geqrf_desc(8192, 8192, 1), hints), 8192, 8160, 1));
+  EXPECT_TRUE(stripe_update_for(make_plan(dev, make_geqrf_desc(8192, 8192, 1), hints), 8192, 8128));
   hints.stripe_update = 0;
-  EXPECT_FALSE(stripe_update_for(make_plan(dev, make_geqrf_desc(512, 512, 640), hints), 512, 448, 640));
+  EXPECT_FALSE(stripe_update_for(make_plan(dev, make_geqrf_desc(512, 512, 640), hints), 512, 448));
 }
 
 TEST(CudaPolicy, FusedUpdatesOnlyByHintOrWithoutStripes) {

@@ -202,7 +202,7 @@ Status update_columns(const GeqrfPlan& plan, cublasHandle_t blas, cudaStream_t s
                       std::int64_t nbat) {
   const LarfbOperands op{a,  d.ld, d.stride, p.vt, p.vt_stride, p.vt_ld, p.t, p.t_stride, p.t_ld,
                          j0, c0,   static_cast<int>(d.m) - j0,   jb,          nc};
-  if (stripe_update_for(plan, op.rows, nc, nbat) && larfb_stripe_can_implement(op, nbat))
+  if (stripe_update_for(plan, op.rows, nc) && larfb_stripe_can_implement(op, nbat))
     return launch_larfb_stripe(d.layout, plan.stripe_math, op, nbat, stream);
   if (plan.fused_update && larfb_fused_can_implement(op, nbat)) return launch_larfb_fused(d.layout, op, nbat, stream);
   return larfb_gemm(blas, d.layout, LarfbGemmArgs{op, w, w_stride}, nbat);

@@ -352,7 +352,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands
   float* sC = smem;                            // [rows][TN], swizzled
   float* sRed = sC + sr.cap * TN;              // [kRedSlots][K][TN], swizzled by k / KT; later W2 (slot 0), T (2-3)
   float* sW = sRed + kRedSlots * kMaxK * TN;   // [K][TN], plain
-  float* sWsum = sW + kMaxK * TN;              // kSplit: the cluster's W
+  float* sWsum = sRed + kMaxK * TN;            // kSplit: the cluster's W, in slot 1 (free after the tree sum)
   float* sW2 = sRed;
 
   const int tiles = (p.ncols + TN - 1) / TN;
@@ -540,7 +540,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
   const int cap = kTma ? (sr.cap + 7) / 8 * 8 : sr.cap;
   float* sRed = sC + cap * TN;                       // [kRedSlots][MT * 64][32] W partials; later W2, T (2-3)
   float* sW = sRed + kRedSlots * kMaxK * TN;         // [K][TN], plain
-  float* sWsum = sW + kMaxK * TN;                    // kSplit: the cluster's W
+  float* sWsum = sRed + kMaxK * TN;                  // kSplit: the cluster's W, in slot 1 (free after the tree sum)
   // Phase 3 on wgmma (sm_90a, K = 64): B as 8 core matrices per k-step (wgmma_tf32.cuh)
   constexpr bool kWgmma = kDiet<K> && BATCHQR_HAVE_WGMMA;
   constexpr bool kTma3 = kTma && kWgmma;  // phase 3's V tiles by TMA too
@@ -581,7 +581,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
     // 4h of the MMA) and, of V, columns 4g .. 4g + 3 of each box (m-tile mt row g is k =
     // 4g + mt; row g + 8 is k = 32 + 4g + mt for K = 64, 4g + 2 + mt for K = 32), so that
     // its reads of the swizzled boxes fall in distinct banks.
-    std::uint64_t* bar = reinterpret_cast<std::uint64_t*>(sWsum + (kSplit ? kMaxK * TN : 0)) + 2 * warp;
+    std::uint64_t* bar = reinterpret_cast<std::uint64_t*>(sW + kMaxK * TN) + 2 * warp;
     float* vstage = sRed + warp * 2 * 8 * K;  // two stages of 2 KB, 1024-byte aligned
     if (lane == 0) {
       mbarrier_init(bar, 1);
@@ -772,6 +772,8 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
   {
     float w2[K / 8];
     t_times_w<K, true>(sT, sWall, w2);
+    // K = 64: W2's small parts (sBs) go to slot 1, where a cluster's W (sWall) is read.
+    if constexpr (kSplit && K == 64) __syncthreads();
 #pragma unroll
     for (int q = 0; q < K / 8; ++q) {
       const int k = w2_row<K>(warp, q);
@@ -818,7 +820,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
     // this thread's reads of them: shared-window addresses (32-bit), box 1 at a fixed distance
     const unsigned vread = smem_address(vbox[0]) + (16 * wr + g) * 32 * sizeof(float);
     const unsigned vdist = smem_address(vbox[1]) - smem_address(vbox[0]);
-    std::uint64_t* vbar = reinterpret_cast<std::uint64_t*>(sWsum + (kSplit ? kMaxK * TN : 0)) + 2 * kWarps + wg;
+    std::uint64_t* vbar = reinterpret_cast<std::uint64_t*>(sW + kMaxK * TN) + 2 * kWarps + wg;
     const bool lead = (tid & 127) == 0;
     auto issue_v = [&](int Rn, int box) {  // one box of the tile at rows Rn, by the warpgroup's first thread
       if constexpr (kTma3) {
@@ -1131,8 +1133,10 @@ std::size_t larfb_stripe_smem_bytes(int rows) {
   const int S = std::max(larfb_stripe_cluster(rows), 1);
   const int cap = S > 1 ? stripe_split_rows(rows, S) : rows;
   return sizeof(float) * (static_cast<std::size_t>(cap) * TN + static_cast<std::size_t>(kRedSlots) * kMaxK * TN +
-                          static_cast<std::size_t>(S > 1 ? 2 : 1) * kMaxK * TN);
+                          static_cast<std::size_t>(kMaxK) * TN);
 }
+
+std::size_t larfb_stripe_max_smem_bytes(int rows) { return larfb_stripe_smem_bytes(rows) + kStripeTmaExtra; }
 
 bool larfb_stripe_can_implement(const LarfbOperands& p, std::int64_t batch) {
   if ((p.jb != 32 && p.jb != 64) || p.ncols <= 0 || p.rows <= 0 || batch <= 0) return false;

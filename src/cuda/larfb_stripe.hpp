@@ -46,8 +46,10 @@ int larfb_stripe_cluster(int rows);
 // vt_stride multiples of 4, vt 16-byte aligned), a grid of at most INT_MAX CTAs.
 bool larfb_stripe_can_implement(const LarfbOperands& args, std::int64_t batch);
 // Shared memory each CTA needs for a stripe of `rows` rows (its rows of the stripe, W
-// partials, W and W2; in a cluster also the cluster's W).
+// partials, W and W2; a cluster's summed W takes a partial's slot), and the most any form takes
+// (the TMA form's alignment and mbarriers on top): what sets the CTAs per SM.
 std::size_t larfb_stripe_smem_bytes(int rows);
+std::size_t larfb_stripe_max_smem_bytes(int rows);
 // Once per device (GeqrfOperation::initialize): the kernels' shared-memory limit.
 Status larfb_stripe_initialize();
 Status launch_larfb_stripe(Layout layout, StripeMath math, const LarfbOperands& args, std::int64_t batch,

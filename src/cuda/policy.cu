@@ -85,12 +85,10 @@ RegConfig reg_cluster_config(const DeviceInfo& dev, int rows, int ncols, int for
   return rc;
 }
 
-bool stripe_update_for(const GeqrfPlan& plan, int rows, int ncols, std::int64_t batch) {
+bool stripe_update_for(const GeqrfPlan& plan, int rows, int ncols) {
   if (!plan.stripe_update) return false;
   if (ncols <= plan.outer_nb || rows <= kLarfbStripeMaxRows) return true;
-  constexpr int kCublasWTileCols = 64;  // cuBLAS's V^T C tiles W 32 x 64 (ncu, docs/perf-notes.md v11)
-  const std::int64_t tiles = batch * ((ncols + kCublasWTileCols - 1) / kCublasWTileCols);
-  return rows <= plan.stripe_wide_rows && tiles <= plan.stripe_wide_tiles;
+  return rows <= plan.stripe_wide_rows;
 }
 
 PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool with_t, std::int64_t batch,
@@ -215,11 +213,13 @@ int outer_width(const DeviceInfo&, int m, int n, std::int64_t batch) {
   // (ms, one level / 64): 1024 x 16 2.36 / 2.75, x 24 2.99 / 3.16, x 30 3.43 / 3.33, x 60
   // 5.57 / 4.46; 768 x 16 1.53 / 1.81, x 30 1.86 / 2.05, x 40 2.15 / 2.15, x 100 (v10) 3.96 /
   // 3.58; 1536 x 8 3.68 / 4.07, x 16 6.12 / 5.65, x 30 9.47 / 7.55; 2048 x 8 7.40 / 7.00;
-  // 512 x 132 1.73 / 1.73 (v10), x 640 6.44 / 6.00, x 40 0.96 / 1.15. With fewer than 8
-  // matrices the panels lead whatever the size (4096 x 2 13.66 / 14.16, 3000 x 4 10.65 /
-  // 10.60). 96 and 128 lost to 64 everywhere (v5, v14). Below k = 512 one level (v10).
+  // 512 x 132 1.73 / 1.73 (v10), x 640 6.44 / 6.00, x 40 0.96 / 1.15. The same bound holds
+  // for a few large matrices (v24, split stripes at two CTAs per SM): 4096 x 2 12.62 /
+  // 10.71, 3000 x 4 9.29 / 7.84, 8192 x 1 42.9 / 34.5, but 4096 x 1 8.82 / 9.30, 2048 x 4
+  // 4.09 / 4.22, 1024 x 24 2.75 / 2.72. 96 and 128 lost to 64 everywhere (v5, v14). Below
+  // k = 512 one level (v10).
   const double k = static_cast<double>(std::min(m, n));
-  if (k >= 512 && batch >= 8 && static_cast<double>(batch) * k * k >= kTwoLevelMinWork) return 64;
+  if (k >= 512 && static_cast<double>(batch) * k * k >= kTwoLevelMinWork) return 64;
   return kMaxPanelWidth;
 }
 
@@ -333,9 +333,6 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     plan.stripe_wide_rows = hints.stripe_wide == 0   ? 0
                             : hints.stripe_wide == 1 ? kLarfbStripeClusterMaxRows
                                                      : kStripeWideMaxRows;
-    plan.stripe_wide_tiles = hints.stripe_wide == 0   ? 0
-                             : hints.stripe_wide == 1 ? std::numeric_limits<std::int64_t>::max()
-                                                      : 2 * static_cast<std::int64_t>(dev.sm_count);
     if (hints.stripe_update == 1) plan.stripe_math = StripeMath::fp32;
     // larfb_fused only where a hint asks for it or larfb_stripe is not planned: every
     // update it takes (32 reflectors, <= 256 rows) larfb_stripe takes too, and faster.

@@ -101,12 +101,10 @@ struct GeqrfPlan {
   // gemm: every update that larfb_stripe takes (32 or 64 reflectors, at most 8192 rows) is
   // one larfb_stripe launch (larfb_stripe.hpp): C read once, not twice; ahead of fused_update.
   // Except (stripe_update_for): an update wider than an outer block (of the trailing matrix)
-  // and taller than one CTA's stripe only up to stripe_wide_rows rows and while cuBLAS's
-  // V^T C would have at most stripe_wide_tiles tiles (32 x 64) of W.
+  // and taller than one CTA's stripe only up to stripe_wide_rows rows.
   bool stripe_update = false;
   StripeMath stripe_math = StripeMath::tf32x3;
   int stripe_wide_rows = 0;
-  std::int64_t stripe_wide_tiles = 0;
   PanelHints panel;              // as PlanHints gave them (panel_plan() decides per panel)
   std::int64_t batch_chunk = 1;  // matrices per pass; bounds the workspace
   // Workspace per matrix, in floats:
@@ -176,17 +174,16 @@ inline constexpr double kTwoLevelMinWork = 3e7;
 // The policy's outer block width for the gemm trailing update (see GeqrfPlan::outer_nb).
 int outer_width(const DeviceInfo& dev, int m, int n, std::int64_t batch);
 // An update wider than an outer block (the trailing matrix's) and taller than one CTA's
-// stripe goes to larfb_stripe up to kStripeWideMaxRows rows, while cuBLAS's V^T C would
-// have at most 2 CTAs per SM (one per 32 x 64 tile of W, each walking all rows in turn:
-// GeqrfPlan::stripe_wide_tiles); to cuBLAS otherwise. Measured (docs/perf-notes.md v11,
-// row-major, device time), all such updates on larfb_stripe against all on cuBLAS:
-// 2 x 4096^2 16.6 against 22.2 ms (first update: 128 tiles of W), 4 x 3000^2 12.4 against
-// 14.8 (188), 8 x 2048^2 8.3 against 8.7 (256); 30 x 1536^2 9.0 against 8.2 (690), and
-// 1 x 8192^2 56.1 against 50.2, 49.3 with only updates of up to 4096 rows on the stripe.
-inline constexpr int kStripeWideMaxRows = 4096;
+// stripe goes to larfb_stripe up to kStripeWideMaxRows rows, to cuBLAS above. Measured
+// (docs/perf-notes.md v24, `geqrf_outer_sweep --stripe-wide 1` against the v11 rule, which
+// also sent such updates to cuBLAS once its V^T C had more than two 32 x 64 tiles of W per
+// SM; row-major, device time, ms, split stripes at two CTAs per SM): 30 x 1536^2 6.22
+// against 6.94, 16 x 2048^2 8.31 against 9.53, 16 x 1536^2 4.67 against 5.09, 1 x 6000^2
+// 18.1 against 18.8 (then cuBLAS past 4096 rows), but 1 x 8192^2 36.2 against 34.3.
+inline constexpr int kStripeWideMaxRows = 6144;
 // Whether the plan sends the update of `ncols` columns of `rows` rows to larfb_stripe
 // (where the kernel can implement it; see GeqrfPlan::stripe_update).
-bool stripe_update_for(const GeqrfPlan& plan, int rows, int ncols, std::int64_t batch);
+bool stripe_update_for(const GeqrfPlan& plan, int rows, int ncols);
 // Whether a one-level gemm plan applies each panel with larfb_fused (see GeqrfPlan).
 inline constexpr int kFusedUpdateMaxRows = 256;
 bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch);
