@@ -1,7 +1,6 @@
 // The kernel-selection policy: docs/policy.md is the table, docs/perf-notes.md the
 // measurements behind it.
 #include <algorithm>
-#include <limits>
 
 #include "cuda/geqr2.cuh"
 #include "cuda/geqr2_chol.hpp"
@@ -215,9 +214,9 @@ int outer_width(const DeviceInfo&, int m, int n, std::int64_t batch) {
   // 3.58; 1536 x 8 3.68 / 4.07, x 16 6.12 / 5.65, x 30 9.47 / 7.55; 2048 x 8 7.40 / 7.00;
   // 512 x 132 1.73 / 1.73 (v10), x 640 6.44 / 6.00, x 40 0.96 / 1.15. The same bound holds
   // for a few large matrices (v24, split stripes at two CTAs per SM): 4096 x 2 12.62 /
-  // 10.71, 3000 x 4 9.29 / 7.84, 8192 x 1 42.9 / 34.5, but 4096 x 1 8.82 / 9.30, 2048 x 4
-  // 4.09 / 4.22, 1024 x 24 2.75 / 2.72. 96 and 128 lost to 64 everywhere (v5, v14). Below
-  // k = 512 one level (v10).
+  // 10.71, 3000 x 4 9.29 / 7.84, 8192 x 1 42.9 / 34.5; below it 4096 x 1 8.82 / 9.30, 2048
+  // x 4 4.09 / 4.22, and level at 1024 x 24 2.75 / 2.72. 96 and 128 lost to 64 everywhere
+  // (v5, v14). Below k = 512 one level (v10).
   const double k = static_cast<double>(std::min(m, n));
   if (k >= 512 && static_cast<double>(batch) * k * k >= kTwoLevelMinWork) return 64;
   return kMaxPanelWidth;

@@ -179,7 +179,7 @@ int outer_width(const DeviceInfo& dev, int m, int n, std::int64_t batch);
 // also sent such updates to cuBLAS once its V^T C had more than two 32 x 64 tiles of W per
 // SM; row-major, device time, ms, split stripes at two CTAs per SM): 30 x 1536^2 6.22
 // against 6.94, 16 x 2048^2 8.31 against 9.53, 16 x 1536^2 4.67 against 5.09, 1 x 6000^2
-// 18.1 against 18.8 (then cuBLAS past 4096 rows), but 1 x 8192^2 36.2 against 34.3.
+// 18.1 against 18.8 (the v11 rule: cuBLAS past 4096 rows), but 1 x 8192^2 36.2 against 34.3.
 inline constexpr int kStripeWideMaxRows = 6144;
 // Whether the plan sends the update of `ncols` columns of `rows` rows to larfb_stripe
 // (where the kernel can implement it; see GeqrfPlan::stripe_update).
