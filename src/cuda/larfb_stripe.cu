@@ -1098,10 +1098,9 @@ Status raise_limit() {
   BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M, true>(), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   if constexpr (kHasTma<L, K, M>) {
     BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M, false, true>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(larfb_stripe_smem_bytes(kLarfbStripeMaxRows) + kStripeTmaExtra)));
+                                          static_cast<int>(larfb_stripe_max_smem_bytes(kLarfbStripeMaxRows))));
     BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M, true, true>(), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(larfb_stripe_smem_bytes(kLarfbStripeClusterMaxRows) +
-                                                           kStripeTmaExtra)));
+                                          static_cast<int>(larfb_stripe_max_smem_bytes(kLarfbStripeClusterMaxRows))));
     BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel<L, K, M, true, true>(), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   }
   return Status::success;
