@@ -1071,7 +1071,7 @@ Status launch(const LarfbOperands& p, std::int64_t batch, cudaStream_t stream) {
                                static_cast<std::uint64_t>(p.j0 + p.rows), b, static_cast<std::uint64_t>(p.ld) * sizeof(float),
                                static_cast<std::uint64_t>(p.stride) * sizeof(float), TN, 8);
   }
-  const std::size_t bytes = smem + (tma ? kStripeTmaExtra : 0);
+  const std::size_t bytes = tma ? larfb_stripe_max_smem_bytes(p.rows) : smem;
   if (S == 1) {
     if (tma) kernel<L, K, M, false, true>()<<<grid, NT, bytes, stream>>>(p, vec4, vec_t, maps);
     else kernel<L, K, M, false>()<<<grid, NT, bytes, stream>>>(p, vec4, vec_t, maps);
