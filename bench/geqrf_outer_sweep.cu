@@ -5,7 +5,7 @@
 //
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
 //                     [--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1]
-//                     [--chol 0|1|2|3] [--chol-rows R] [--cta 0|1|2]
+//                     [--chol 0|1|2|3] [--chol-rows R] [--cta 0|1|2|3]
 //                     [--layout row|col] [m n batch]...
 //                     (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
@@ -22,8 +22,9 @@
 // never (0), on panels of more than 1024 rows only (1), or also on geqr2_wcol's panels of
 // 193-1024 rows at any batch (2), those of at most 512 rows on its one-CTA form (3)
 // (default: the policy's); --chol-rows: at most R rows per
-// CTA of that panel; --cta: matrices that a geqr2_cta shape holds on it (1) or a geqrf_cta
-// shape (2), timed once as outer width 0, or neither (0) (default: the policy's); --layout:
+// CTA of that panel; --cta: matrices that a geqr2_cta shape holds on it (1), a geqrf_cta
+// shape (2) or a geqrf_cluster shape (3), timed once as outer width 0, or none of them (0)
+// (default: the policy's); --layout:
 // of the matrices (default column-major).
 // Each width is timed with the look-ahead (side stream) and without it ("-").
 #include <cuda_runtime.h>
@@ -116,7 +117,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
                    "[--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--chol 0|1|2|3] [--chol-rows R] "
-                   "[--cta 0|1|2] "
+                   "[--cta 0|1|2|3] "
                    "[--layout row|col] "
                    "[m n batch]...\n");
       return 2;
@@ -132,6 +133,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "no usable CUDA device\n");
     return 1;
   }
+  std::printf("clusters resident at once, one CTA per SM (2..8 CTAs):");
+  for (int c = 2; c <= 8; ++c) std::printf(" %d", dev.whole_sm_clusters[c]);
+  std::printf("\n");
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   cudaEvent_t e0, e1;

@@ -144,7 +144,7 @@ TEST_P(Gpu, TallAndWide) {
       expect_accurate(make_geqrf_desc(m, n, 2, layout), Distribution::dense, 1.0);
 }
 
-// Each kernel of the policy: one warp per tiny matrix, fused, cta_blocked and cta (whole matrix on chip), blocked with a one-CTA
+// Each kernel of the policy: one warp per tiny matrix, fused, cta_blocked, cluster_blocked and cta (whole matrix on chip), blocked with a one-CTA
 // panel, blocked with panels of more than 1024 rows in a cluster's registers, in a
 // cluster's shared memory (more than 8192 rows), and in global memory (too tall for both).
 TEST_P(Gpu, EveryKernelPath) {
@@ -158,6 +158,7 @@ TEST_P(Gpu, EveryKernelPath) {
     expect_accurate(make_geqrf_desc(176, 176, 40, layout), Distribution::mixed, 2.0);  // cta_blocked
     expect_accurate(make_geqrf_desc(64, 64, 200, layout), Distribution::dense, 1.0);    // cta
     expect_accurate(make_geqrf_desc(192, 192, 150, layout), Distribution::mixed, 2.0);  // cta_blocked, two waves
+    expect_accurate(make_geqrf_desc(352, 352, 40, layout), Distribution::mixed, 2.0);  // cluster_blocked
   }
   expect_accurate(make_geqrf_desc(512, 512, 200), Distribution::mixed, 2.0);           // blocked, 1 CTA
   for (Layout layout : {Layout::row_major, Layout::col_major}) {

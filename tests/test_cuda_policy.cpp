@@ -26,6 +26,10 @@ DeviceInfo h200() {
   d.smem_per_block_optin = 232448;  // 227 KB
   d.smem_per_sm = 233472;
   d.cluster_launch = true;
+  // cudaOccupancyMaxActiveClusters on the H200 (docs/perf-notes.md v26): 132 SMs hold 66
+  // clusters of 2 but only 39 of 3 and 30 of 4
+  const int clusters[] = {0, 0, 66, 39, 30, 22, 17, 15, 15};
+  for (int c = 0; c <= 8; ++c) d.whole_sm_clusters[c] = clusters[c];
   return d;
 }
 
@@ -69,6 +73,15 @@ void expect_valid_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
   if (plan.algorithm == Algorithm::cta_blocked) {
     EXPECT_GE(8 * plan.cta_blk.rows_per_lane, m);
     EXPECT_LE(geqrf_cta_smem(plan.cta_blk, n), dev.smem_per_block_optin);
+    EXPECT_EQ(plan.workspace_bytes, 0u);
+    return;
+  }
+  if (plan.algorithm == Algorithm::cluster_blocked) {
+    EXPECT_GE(plan.cluster_blk.rows, m);
+    EXPECT_GE(plan.cluster_blk.ctas, 2);
+    EXPECT_LE(plan.cluster_blk.ctas, kMaxCluster);
+    EXPECT_LE(plan.cluster_blk.ctas, (n + 7) / 8);
+    EXPECT_LE(geqrf_cluster_smem(plan.cluster_blk, n), dev.smem_per_block_optin);
     EXPECT_EQ(plan.workspace_bytes, 0u);
     return;
   }
@@ -172,6 +185,33 @@ TEST(CudaPolicy, TinyMatricesTakeAWarpSmallOnesAreFusedLargeOnesBlocked) {
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 32, 3)).algorithm, Algorithm::fused);   // 32 warps of 32 rows
 }
 
+// geqrf_cluster: past one CTA's shared memory (up to 416 rows and 512 columns, from 128
+// columns), while the clusters are resident at once: 2 CTAs up to 264 columns at 256 rows.
+TEST(CudaPolicy, WholeMatrixOnAClusterPastOneCta) {
+  const DeviceInfo dev = h200();
+  for (auto [m, n, b, c] : {std::tuple{256, 256, 40, 2}, {300, 300, 40, 2}, {300, 300, 1, 2}, {352, 352, 1, 3},
+                            {352, 352, 20, 3}, {416, 416, 30, 4}, {400, 128, 40, 2}, {130, 300, 40, 2},
+                            {256, 256, 66, 2}, {200, 400, 20, 3}, {352, 352, 39, 3}}) {
+    const GeqrfPlan p = make_plan(dev, make_geqrf_desc(m, n, b));
+    EXPECT_EQ(p.algorithm, Algorithm::cluster_blocked) << m << " x " << n << " x " << b;
+    EXPECT_EQ(p.cluster_blk.ctas, c) << m << " x " << n << " x " << b;
+    EXPECT_GE(p.cluster_blk.rows, m);
+  }
+  // more clusters than are resident at once, too few columns, too large, or geqrf_cta's
+  for (auto [m, n, b] : {std::tuple{256, 256, 67}, {352, 352, 40}, {400, 400, 40}, {300, 100, 2}, {500, 500, 1},
+                         {256, 600, 1}, {176, 176, 40}})
+    EXPECT_NE(make_plan(dev, make_geqrf_desc(m, n, b)).algorithm, Algorithm::cluster_blocked)
+        << m << " x " << n << " x " << b;
+  PlanHints hints;
+  hints.cta = 3;  // wherever a shape holds the matrix
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(352, 352, 1000), hints).algorithm, Algorithm::cluster_blocked);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(64, 64, 1), hints).cluster_blk.ctas, 2);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(417, 300, 1), hints).algorithm, Algorithm::blocked);
+  DeviceInfo old = dev;
+  old.cluster_launch = false;
+  EXPECT_EQ(make_plan(old, make_geqrf_desc(300, 300, 40)).algorithm, Algorithm::blocked);
+}
+
 // geqrf_cta: matrices of at most 256 rows (and columns that fit its shared memory) within
 // one wave of one CTA per SM, of 65-192 columns within two, and of 65-128 rows and columns
 // within four. geqr2_cta: small ones of at most 64 columns ahead of the register kernel;
@@ -197,7 +237,7 @@ TEST(CudaPolicy, WholeMatrixInOneCtaForFewSmallMatrices) {
   }
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(64, 64, 264)).cta.slots, 1);
   for (auto [m, n, b] : {std::tuple{176, 176, 265}, {100, 100, 1000}, {257, 100, 5}, {200, 193, 133}, {256, 129, 265},
-                         {300, 100, 2}, {256, 256, 40}, {224, 224, 264}, {192, 192, 265}, {128, 128, 529},
+                         {300, 100, 2}, {224, 224, 264}, {192, 192, 265}, {128, 128, 529},
                          {129, 129, 500}, {256, 128, 500}, {64, 100, 500}})
     EXPECT_EQ(make_plan(dev, make_geqrf_desc(m, n, b)).algorithm, Algorithm::blocked) << m << " x " << n << " x " << b;
   for (auto [m, n, b] : {std::tuple{64, 64, 265}, {100, 48, 133}, {129, 64, 133}, {200, 64, 133}, {300, 40, 2},

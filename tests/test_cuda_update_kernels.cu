@@ -252,6 +252,45 @@ TEST_F(UpdateKernels, CtaKernel) {
   }
 }
 
+// geqrf_cluster forced on every compiled shape (256 to 416 rows in 32-row steps) on clusters
+// of 2 to 4 CTAs: square, tall, wide (panels that end past m), columns not a multiple of 8
+// (a partial last block), fewer 8-column blocks than would fill a larger cluster, padded
+// strides, both layouts, more clusters than fit at once; rank-deficient matrices and matrices
+// scaled far from 1 beside ordinary ones. The update takes both paths: tensor-core tiles while
+// more than 48 of a CTA's columns lie right of the panel, FFMA below.
+TEST_F(UpdateKernels, ClusterKernel) {
+  PlanHints cl;
+  cl.cta = 3;
+  const float scales[] = {1.0f, 1e-30f, 1e30f, 1e-18f, 1e18f};
+  const std::vector<std::pair<int, int>> shapes = {{352, 352}, {300, 300}, {416, 200}, {257, 400}, {100, 300},
+                                                   {400, 416}, {320, 512}, {288, 130}, {350, 17},  {260, 263},
+                                                   {384, 384}, {416, 416}, {30, 500}};
+  for (Layout layout : {Layout::row_major, Layout::col_major}) {
+    for (auto [m, n] : shapes) {
+      const GeqrfDesc d = make_geqrf_desc(m, n, 5, layout);
+      const cuda::GeqrfPlan plan = cuda::make_plan(dev_, d, cl);
+      ASSERT_EQ(plan.algorithm, cuda::Algorithm::cluster_blocked) << m << " x " << n;
+      const std::uint64_t seed = fresh_seed();
+      const std::string shape = " cluster of " + std::to_string(plan.cluster_blk.ctas);
+      check_batch(d, cl, generate_batch(d, Distribution::mixed, 2.0, seed),
+                  describe(d, Distribution::mixed, 2.0, seed) + shape);
+      check_batch(d, cl, generate_batch(d, Distribution::rankdef, 1.0, seed + 1),
+                  describe(d, Distribution::rankdef, 1.0, seed + 1) + shape);
+      auto a = generate_batch(d, Distribution::dense, 1.0, seed + 2);
+      for (std::int64_t b = 0; b < d.batch; ++b)
+        for (std::int64_t i = 0; i < d.stride; ++i) a[b * d.stride + i] *= scales[b];
+      check_batch(d, cl, a, describe(d, Distribution::dense, 1.0, seed + 2) + shape + " scaled 1, 1e-30, 1e30, 1e-18, 1e18");
+    }
+    for (const GeqrfDesc& d : {padded(352, 352, 3, layout), padded(290, 310, 4, layout), make_geqrf_desc(300, 300, 100, layout)}) {
+      ASSERT_EQ(cuda::make_plan(dev_, d, cl).algorithm, cuda::Algorithm::cluster_blocked);
+      const std::uint64_t seed = fresh_seed();
+      check_batch(d, cl, generate_batch(d, Distribution::mixed, 2.0, seed), describe(d, Distribution::mixed, 2.0, seed));
+      check_batch(d, cl, generate_batch(d, Distribution::nearcollinear, 1.0, seed + 1),
+                  describe(d, Distribution::nearcollinear, 1.0, seed + 1));
+    }
+  }
+}
+
 // The Cholesky QR panel (panels of 32 columns and more than 1024 rows), at most 512 and at
 // most 256 rows per CTA: clusters of 3 to 16 CTAs, a last CTA shorter than the others or
 // empty, both layouts, padded strides, one and two level; rankdef's later panels fall back to

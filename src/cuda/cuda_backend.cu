@@ -6,6 +6,7 @@
 #include <new>
 
 #include "api/backend.hpp"
+#include "cuda/geqrf_cluster.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/geqrf_device.hpp"
 
@@ -147,6 +148,12 @@ Status query_device(int device, DeviceInfo* out) {
   BATCHQR_CUDA_TRY(cudaDeviceGetAttribute(&cluster, cudaDevAttrClusterLaunch, dev.device));
   dev.cluster_launch = cluster != 0;
   if (dev.cc_major < 9) return Status::not_supported;  // the kernels are built for sm_90 and newer
+  if (dev.cluster_launch) {
+    detail::DeviceGuard guard(dev.device);
+    if (!guard.ok()) return Status::backend_error;
+    const Status st = geqrf_cluster_occupancy(&dev);
+    if (st != Status::success) return st;
+  }
   *out = dev;
   return Status::success;
 }

@@ -118,9 +118,12 @@ __device__ __forceinline__ void cta_bar_sync(int id, int count) {
 // slots rotating by U after each (slot t holds column (t + k0) mod 8), so that the code of
 // one pass is U steps (unrolled over all eight it outgrew the instruction cache, v19).
 // Step k's dots go to row k of sG by slot: G(i, k) = v_i^T v_k at sG[k NB + cta_blk_slot(i, k)].
+//
+// sP: the panel's first column (columns LD apart, pn of them in the matrix, so zeros past
+// them); sTau: where the panel's tau go.
 template <int NR>
-__device__ __forceinline__ void cta_panel_geqr2(float* sA, int LD, float* sV, float* sG, float* sTp, float* sTau,
-                                                int j0, int kb, int n, int nv) {
+__device__ __forceinline__ void cta_panel_geqr2(float* sP, int LD, int pn, float* sV, float* sG, float* sTp,
+                                                float* sTau, int j0, int kb, int nv) {
   constexpr int NB = kCtaBlkPanel, U = kCtaBlkPanelUnroll;
   static_assert(NB % U == 0, "the slots come back in place after NB / U passes");
   constexpr unsigned kFull = 0xffffffffu;
@@ -131,7 +134,7 @@ __device__ __forceinline__ void cta_panel_geqr2(float* sA, int LD, float* sV, fl
 #pragma unroll
   for (int t = 0; t < NB; ++t)
 #pragma unroll
-    for (int i = 0; i < NR; ++i) P[t][i] = j0 + t < n && i < nv ? sA[(j0 + t) * LD + rb + 32 * i + lane] : 0.0f;
+    for (int i = 0; i < NR; ++i) P[t][i] = t < pn && i < nv ? sP[t * LD + rb + 32 * i + lane] : 0.0f;
   sG[lane] = 0.0f;  // rows k >= kb are read, with tau = 0
   sG[lane + 32] = 0.0f;
   if (lane >= kb && lane < NB) sTp[lane] = 0.0f;
@@ -227,7 +230,7 @@ __device__ __forceinline__ void cta_panel_geqr2(float* sA, int LD, float* sV, fl
       if (lane == 0) {
         *reinterpret_cast<float4*>(sG + k * NB) = make_float4(d[0], d[1], d[2], d[3]);
         *reinterpret_cast<float4*>(sG + k * NB + 4) = make_float4(d[4], d[5], d[6], d[7]);
-        sTau[j0 + k] = tau;
+        sTau[k] = tau;
         sTp[k] = tau;
       }
     }
@@ -251,11 +254,76 @@ __device__ __forceinline__ void cta_panel_geqr2(float* sA, int LD, float* sV, fl
     float vr[NB];
 #pragma unroll
     for (int t = 0; t < NB; ++t) {
-      if (j0 + t < n) sA[(j0 + t) * LD + r] = P[t][i];
+      if (t < pn) sP[t * LD + r] = P[t][i];
       vr[t] = t < kb && r > j0 + t ? P[t][i] : (t < kb && r == j0 + t ? 1.0f : 0.0f);
     }
     *reinterpret_cast<float4*>(sV + r * NB) = make_float4(vr[0], vr[1], vr[2], vr[3]);
     *reinterpret_cast<float4*>(sV + r * NB + 4) = make_float4(vr[4], vr[5], vr[6], vr[7]);
+  }
+}
+
+// larfb on columns cb .. cb + CPW - 1 (those below n) by one warp in FFMA: lanes (gr, qc) =
+// 32 / CPW row groups x CPW columns. W = V^T C by FMAs down each lane's rows and a butterfly
+// over the row groups, W' by forward substitution (T never formed), then C -= V W'. Rows
+// from the 32-row group g0 (V is zero above the diagonal and stale above that group).
+template <int CPW, int MR>
+__device__ __forceinline__ void cta_update_cols_fma(float* sA, int LD, const float* sV, const float* sG,
+                                                    const float* sTp, int cb, int n, int g0) {
+  constexpr int NB = kCtaBlkPanel, RG = 32 / CPW, NR = MR / RG;
+  constexpr unsigned kFull = 0xffffffffu;
+  const int lane = threadIdx.x & 31;
+  // the first F row groups (above g0's 32-row group) are skipped: a[i] holds row RG (i + F) + gr
+  const int F = g0 * 32 / RG;
+  const int gr = lane / CPW, qc = lane % CPW;
+  const int c = cb + qc;
+  const bool ok = c < n;
+  float a[NR];
+  float w[NB];
+#pragma unroll
+  for (int k = 0; k < NB; ++k) w[k] = 0.0f;
+#pragma unroll
+  for (int i = 0; i < NR; ++i) {
+    if (i >= NR - F) break;
+    const int r = RG * (i + F) + gr;
+    a[i] = ok ? sA[c * LD + r] : 0.0f;
+    const float4 v0 = *reinterpret_cast<const float4*>(sV + r * NB);
+    const float4 v1 = *reinterpret_cast<const float4*>(sV + r * NB + 4);
+    w[0] = fmaf(v0.x, a[i], w[0]);
+    w[1] = fmaf(v0.y, a[i], w[1]);
+    w[2] = fmaf(v0.z, a[i], w[2]);
+    w[3] = fmaf(v0.w, a[i], w[3]);
+    w[4] = fmaf(v1.x, a[i], w[4]);
+    w[5] = fmaf(v1.y, a[i], w[5]);
+    w[6] = fmaf(v1.z, a[i], w[6]);
+    w[7] = fmaf(v1.w, a[i], w[7]);
+  }
+#pragma unroll
+  for (int k = 0; k < NB; ++k)
+#pragma unroll
+    for (int o = CPW; o < 32; o *= 2) w[k] += __shfl_xor_sync(kFull, w[k], o);
+#pragma unroll
+  for (int k = 0; k < NB; ++k) {
+    float s = w[k];
+#pragma unroll
+    for (int i = 0; i < k; ++i) s = fmaf(-sG[k * NB + cta_blk_slot(i, k)], w[i], s);
+    w[k] = sTp[k] * s;
+  }
+#pragma unroll
+  for (int i = 0; i < NR; ++i) {
+    if (i >= NR - F) break;
+    const int r = RG * (i + F) + gr;
+    const float4 v0 = *reinterpret_cast<const float4*>(sV + r * NB);
+    const float4 v1 = *reinterpret_cast<const float4*>(sV + r * NB + 4);
+    float y = a[i];
+    y = fmaf(-v0.x, w[0], y);
+    y = fmaf(-v0.y, w[1], y);
+    y = fmaf(-v0.z, w[2], y);
+    y = fmaf(-v0.w, w[3], y);
+    y = fmaf(-v1.x, w[4], y);
+    y = fmaf(-v1.y, w[5], y);
+    y = fmaf(-v1.z, w[6], y);
+    y = fmaf(-v1.w, w[7], y);
+    if (ok) sA[c * LD + r] = y;
   }
 }
 
@@ -415,7 +483,7 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
         float* sTp = sTpb + (pi & 1) * NB;
         const int kb = min(NB, nrefl - j0);
         static_panel_dispatch<NRF, (kCtaPanelHeights < NRF ? kCtaPanelHeights : NRF)>(nv, [&](auto nr_c) {
-          cta_panel_geqr2<decltype(nr_c)::value>(sA, LD, sV, sG, sTp, sTau, j0, kb, n, nv);
+          cta_panel_geqr2<decltype(nr_c)::value>(sA + j0 * LD, LD, n - j0, sV, sG, sTp, sTau + j0, j0, kb, nv);
         });
       }
       cta_bar_sync(kPanelReady, 32 * NW);
@@ -437,65 +505,9 @@ __global__ void __launch_bounds__(32 * kCtaBlkWarps, 1) geqrf_cta_kernel(const G
         // --- larfb: columns j0 + 8 .. n - 1; the next panel's first (update warps 0-7 or
         // 0-3), then the panel warp may start on it, while the others take the rest
         const int c0 = j0 + NB;
-        // Columns c0 + CPW u .. c0 + CPW u + CPW - 1 (those below n) by one warp: lanes
-        // (gr, qc) = 32 / CPW row groups x CPW columns. W = V^T C by FMAs down each lane's rows
-        // and a butterfly over the row groups, W' by forward substitution (T never formed),
-        // then C -= V W'.
         auto update_cols = [&](auto cpw_c, int u) {
-          constexpr int CPW = decltype(cpw_c)::value, RG = 32 / CPW, NR = MR / RG;
-          // the first F row groups (above j0's 32-row group) are skipped: a[i] holds row RG (i + F) + gr
-          const int F = g0 * 32 / RG;
-          const int gr = lane / CPW, qc = lane % CPW;
-          const int c = c0 + CPW * u + qc;
-          const bool ok = c < n;
-          float a[NR];
-          float w[NB];
-#pragma unroll
-          for (int k = 0; k < NB; ++k) w[k] = 0.0f;
-#pragma unroll
-          for (int i = 0; i < NR; ++i) {
-            if (i >= NR - F) break;
-            const int r = RG * (i + F) + gr;
-            a[i] = ok ? sA[c * LD + r] : 0.0f;
-            const float4 v0 = *reinterpret_cast<const float4*>(sV + r * NB);
-            const float4 v1 = *reinterpret_cast<const float4*>(sV + r * NB + 4);
-            w[0] = fmaf(v0.x, a[i], w[0]);
-            w[1] = fmaf(v0.y, a[i], w[1]);
-            w[2] = fmaf(v0.z, a[i], w[2]);
-            w[3] = fmaf(v0.w, a[i], w[3]);
-            w[4] = fmaf(v1.x, a[i], w[4]);
-            w[5] = fmaf(v1.y, a[i], w[5]);
-            w[6] = fmaf(v1.z, a[i], w[6]);
-            w[7] = fmaf(v1.w, a[i], w[7]);
-          }
-#pragma unroll
-          for (int k = 0; k < NB; ++k)
-#pragma unroll
-            for (int o = CPW; o < 32; o *= 2) w[k] += __shfl_xor_sync(kFull, w[k], o);
-#pragma unroll
-          for (int k = 0; k < NB; ++k) {
-            float s = w[k];
-#pragma unroll
-            for (int i = 0; i < k; ++i) s = fmaf(-sG[k * NB + cta_blk_slot(i, k)], w[i], s);
-            w[k] = sTp[k] * s;
-          }
-#pragma unroll
-          for (int i = 0; i < NR; ++i) {
-            if (i >= NR - F) break;
-            const int r = RG * (i + F) + gr;
-            const float4 v0 = *reinterpret_cast<const float4*>(sV + r * NB);
-            const float4 v1 = *reinterpret_cast<const float4*>(sV + r * NB + 4);
-            float y = a[i];
-            y = fmaf(-v0.x, w[0], y);
-            y = fmaf(-v0.y, w[1], y);
-            y = fmaf(-v0.z, w[2], y);
-            y = fmaf(-v0.w, w[3], y);
-            y = fmaf(-v1.x, w[4], y);
-            y = fmaf(-v1.y, w[5], y);
-            y = fmaf(-v1.z, w[6], y);
-            y = fmaf(-v1.w, w[7], y);
-            if (ok) sA[c * LD + r] = y;
-          }
+          constexpr int CPW = decltype(cpw_c)::value;
+          cta_update_cols_fma<CPW, MR>(sA, LD, sV, sG, sTp, c0 + CPW * u, n, g0);
         };
         // The next panel's columns (j0 + 8 .. j0 + 15) first, since the panel warp waits for
         // them: a column per update warp where the rows are many, else pairs of columns on

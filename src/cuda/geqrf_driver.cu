@@ -10,6 +10,7 @@
 #include "cuda/geqr2.cuh"
 #include "cuda/geqr2_chol.hpp"
 #include "cuda/geqr2_cta.hpp"
+#include "cuda/geqrf_cluster.hpp"
 #include "cuda/geqrf_cta.hpp"
 #include "cuda/geqr2_reg_launch.hpp"
 #include "cuda/geqr2_warp_launch.hpp"
@@ -112,6 +113,7 @@ Status GeqrfOperation::initialize(const DeviceInfo& dev) {
   if (st == Status::success) st = geqr2_wcol_initialize(dev);
   if (st == Status::success) st = geqr2_cta_initialize(dev);
   if (st == Status::success) st = geqrf_cta_initialize(dev);
+  if (st == Status::success) st = geqrf_cluster_initialize(dev);
   if (st == Status::success) st = geqr2_chol_initialize(dev.cluster_launch);
   return st;
 }
@@ -323,6 +325,12 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
     if (plan.algorithm == Algorithm::cta_blocked) {
       const Geqr2CtaArgs g{a, d.ld, d.stride, tau, d.tau_stride, m, n};
       const Status st = launch_geqrf_cta(d.layout, g, plan.cta_blk, nbat, stream);
+      if (st != Status::success) return st;
+      continue;
+    }
+    if (plan.algorithm == Algorithm::cluster_blocked) {
+      const Geqr2CtaArgs g{a, d.ld, d.stride, tau, d.tau_stride, m, n};
+      const Status st = launch_geqrf_cluster(d.layout, g, plan.cluster_blk, nbat, stream);
       if (st != Status::success) return st;
       continue;
     }

@@ -257,6 +257,13 @@ bool cta_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) 
   return batch <= (n <= kCtaBlkTwoWavesMaxCols ? 2 : 1) * sms;
 }
 
+bool cluster_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
+  const ClusterBlkConfig cfg = geqrf_cluster_config(dev, m, n);
+  if (cfg.rows == 0 || n < kClusterBlkMinCols) return false;
+  const int wave = dev.whole_sm_clusters[cfg.ctas] > 0 ? dev.whole_sm_clusters[cfg.ctas] : dev.sm_count / cfg.ctas;
+  return batch <= wave;
+}
+
 bool cta_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
   // Measured (docs/perf-notes.md v15; bench/geqrf_outer_sweep --cta 1|0, row-major, device
   // time, ms, geqr2_cta / the previous choice). Past 64 columns against the blocked path:
@@ -295,6 +302,13 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     if (plan.cta_blk.rows_per_lane > 0 && (hints.cta == 2 || cta_blocked_geqrf(dev, m, n, d.batch)))
       return one_launch(Algorithm::cta_blocked);
     plan.cta_blk = {};
+  }
+  // Past one CTA's shared memory, the same on a cluster (geqrf_cluster): for few matrices.
+  if (hints.cta == 3 || hints.cta == -1) {
+    plan.cluster_blk = geqrf_cluster_config(dev, m, n);
+    if (plan.cluster_blk.rows > 0 && (hints.cta == 3 || cluster_blocked_geqrf(dev, m, n, d.batch)))
+      return one_launch(Algorithm::cluster_blocked);
+    plan.cluster_blk = {};
   }
   // The whole matrix in one CTA's registers, warps owning columns (geqr2_cta): ahead of the
   // register kernel below.

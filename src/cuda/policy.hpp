@@ -9,6 +9,7 @@
 #include "cuda/device_info.hpp"
 #include "cuda/geqr2_chol.hpp"
 #include "cuda/geqr2_cta.hpp"
+#include "cuda/geqrf_cluster.hpp"
 #include "cuda/geqrf_cta.hpp"
 #include "cuda/larfb_operands.hpp"
 #include "cuda/reg_config.hpp"
@@ -20,6 +21,7 @@ enum class Algorithm {
   fused,    // one geqr2_reg launch factors the whole matrix in registers (unblocked)
   cta,      // one geqr2_cta launch: the whole matrix in one CTA's registers, warps owning columns (unblocked)
   cta_blocked,  // one geqrf_cta launch: the whole matrix in one CTA's shared memory, panels of 8 on one warp
+  cluster_blocked,  // one geqrf_cluster launch: geqrf_cta's steps on a cluster's shared memory, columns dealt out
   blocked,  // geqr2 panel of width nb, then larfb on the trailing matrix, per panel
 };
 
@@ -88,6 +90,7 @@ struct GeqrfPlan {
   RegConfig fused_reg;           // fused: the register configuration
   CtaConfig cta;                 // cta: the compiled shape
   CtaBlkConfig cta_blk;          // cta_blocked: the compiled shape
+  ClusterBlkConfig cluster_blk;  // cluster_blocked: the compiled shape and cluster size
   Trailing trailing = Trailing::gemm;
   int nb = 32;                   // panel width (blocked)
   // gemm: width of the blocks whose update reaches the whole trailing matrix (a multiple
@@ -119,8 +122,8 @@ struct GeqrfPlan {
 
 // Overrides of policy choices, for tuning clients (bench/); zero means "the policy's".
 struct PlanHints {
-  // The one-CTA kernels, wherever a compiled shape holds the matrix (past warp): 0 neither,
-  // 1 geqr2_cta, 2 geqrf_cta; -1: the policy's.
+  // The whole-matrix kernels, wherever a compiled shape holds the matrix (past warp): 0 none,
+  // 1 geqr2_cta, 2 geqrf_cta, 3 geqrf_cluster; -1: the policy's.
   int cta = -1;
   int outer_nb = 0;
   int look_ahead = -1;  // 0 / 1: off / on; -1: the policy's
@@ -194,6 +197,11 @@ bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch);
 inline constexpr int kCtaBlkTwoWavesMaxCols = 192;
 inline constexpr int kCtaBlkFourWavesMaxDim = 128;  // bounds rows and columns
 bool cta_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch);
+// Whether the policy factors an m x n matrix with geqrf_cluster where a compiled shape holds
+// it (and geqrf_cta does not): from kClusterBlkMinCols columns, while the clusters fit in one
+// wave of one CTA per SM.
+inline constexpr int kClusterBlkMinCols = 128;
+bool cluster_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch);
 // Whether the policy factors an m x n matrix with geqr2_cta where a compiled shape holds
 // it (and geqrf_cta does not take it): past 64 columns while the batch fits in two waves (one CTA per SM); at most 64
 // columns, where the register kernel is the alternative, for m <= 64 within two waves and

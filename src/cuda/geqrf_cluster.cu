@@ -1,0 +1,92 @@
+#include <algorithm>
+#include <iterator>
+
+#include "cuda/cluster_launch.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/geqrf_cluster.cuh"
+#include "cuda/geqrf_cluster.hpp"
+
+namespace batchqr::cuda {
+namespace {
+
+// Rows of the compiled shapes, in 32-row steps (the panel warp's registers per column and
+// lane: 8 to 13).
+constexpr int kRows[] = {256, 288, 320, 352, 384, 416};
+static_assert(kRows[0] == kClusterBlkMinRows && kRows[std::size(kRows) - 1] == kClusterBlkMaxRows);
+
+template <int MR>
+Status launch(Layout layout, const Geqr2CtaArgs& args, const ClusterBlkConfig& cfg, std::int64_t batch,
+              cudaStream_t stream) {
+  const ClusterLaunch cl(dim3(static_cast<unsigned>(batch * cfg.ctas)), dim3(32 * kClWarps),
+                         geqrf_cluster_smem_bytes(MR, cfg.ctas, args.n), stream, cfg.ctas);
+  if (layout == Layout::row_major)
+    BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&cl.cfg, geqrf_cluster_kernel<Layout::row_major, MR>, args));
+  else
+    BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&cl.cfg, geqrf_cluster_kernel<Layout::col_major, MR>, args));
+  return Status::success;
+}
+
+template <int I = 0, class F>
+Status with_shape(const ClusterBlkConfig& cfg, F&& f) {
+  if constexpr (I == std::size(kRows)) {
+    return Status::backend_error;  // geqrf_cluster_config() returns only these
+  } else {
+    if (cfg.rows == kRows[I]) return f(std::integral_constant<int, kRows[I]>{});
+    return with_shape<I + 1>(cfg, f);
+  }
+}
+
+template <int I = 0>
+Status raise_limits(const DeviceInfo& dev) {
+  if constexpr (I == std::size(kRows)) {
+    return Status::success;
+  } else {
+    constexpr int MR = kRows[I];
+    const int bytes = static_cast<int>(dev.smem_per_block_optin);  // geqrf_cluster_config() asks for no more
+    for (auto kernel : {geqrf_cluster_kernel<Layout::row_major, MR>, geqrf_cluster_kernel<Layout::col_major, MR>})
+      BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    return raise_limits<I + 1>(dev);
+  }
+}
+
+}  // namespace
+
+ClusterBlkConfig geqrf_cluster_config(const DeviceInfo& dev, int m, int n) {
+  if (!dev.cluster_launch || m < 1 || n < 1 || m > kClusterBlkMaxRows || n > kClusterBlkMaxCols) return {};
+  const int rows = std::max(kClusterBlkMinRows, (m + 31) / 32 * 32);
+  const int blocks = (n + kCtaBlkPanel - 1) / kCtaBlkPanel;
+  for (int ctas = 2; ctas <= 8 && ctas <= blocks; ++ctas)
+    if (geqrf_cluster_smem_bytes(rows, ctas, n) <= dev.smem_per_block_optin) return {rows, ctas};
+  return {};
+}
+
+std::size_t geqrf_cluster_smem(const ClusterBlkConfig& cfg, int n) {
+  return geqrf_cluster_smem_bytes(cfg.rows, cfg.ctas, n);
+}
+
+Status geqrf_cluster_initialize(const DeviceInfo& dev) {
+  if (!dev.cluster_launch) return Status::success;
+  return raise_limits(dev);
+}
+
+Status geqrf_cluster_occupancy(DeviceInfo* dev) {
+  const Status st = geqrf_cluster_initialize(*dev);
+  if (st != Status::success) return st;
+  for (int c = 2; c <= 8; ++c) {
+    // A CTA of the whole opt-in shared memory: one per SM, as every shape geqrf_cluster_config()
+    // picks for the policy's matrices (and its registers allow no second one anyway).
+    const ClusterLaunch cl(dim3(static_cast<unsigned>(c)), dim3(32 * kClWarps), dev->smem_per_block_optin, nullptr, c);
+    int clusters = 0;
+    BATCHQR_CUDA_TRY(
+        cudaOccupancyMaxActiveClusters(&clusters, geqrf_cluster_kernel<Layout::row_major, kClusterBlkMaxRows>, &cl.cfg));
+    dev->whole_sm_clusters[c] = clusters;
+  }
+  return Status::success;
+}
+
+Status launch_geqrf_cluster(Layout layout, const Geqr2CtaArgs& args, const ClusterBlkConfig& cfg, std::int64_t batch,
+                            cudaStream_t stream) {
+  return with_shape(cfg, [&](auto rows_c) { return launch<decltype(rows_c)::value>(layout, args, cfg, batch, stream); });
+}
+
+}  // namespace batchqr::cuda
