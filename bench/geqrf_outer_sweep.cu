@@ -5,7 +5,7 @@
 //
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
 //                     [--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1]
-//                     [--chol 0|1|2|3] [--chol-rows R] [--cta 0|1|2|3]
+//                     [--chol 0|1|2|3] [--chol-rows R] [--cta 0|1|2|3] [--cluster-ctas S]
 //                     [--layout row|col] [m n batch]...
 //                     (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
@@ -24,7 +24,8 @@
 // (default: the policy's); --chol-rows: at most R rows per
 // CTA of that panel; --cta: matrices that a geqr2_cta shape holds on it (1), a geqrf_cta
 // shape (2) or a geqrf_cluster shape (3), timed once as outer width 0, or none of them (0)
-// (default: the policy's); --layout:
+// (default: the policy's); --cluster-ctas: geqrf_cluster on S CTAs per matrix (at least the
+// fewest that hold it; default: the policy's); --layout:
 // of the matrices (default column-major).
 // Each width is timed with the look-ahead (side stream) and without it ("-").
 #include <cuda_runtime.h>
@@ -70,6 +71,7 @@ int main(int argc, char** argv) {
   int stripe = -1;
   int stripe_wide = -1;
   int cta = -1;
+  int cluster_ctas = 0;
   Layout layout = Layout::col_major;
   PanelHints panel;
   for (int i = 1; i < argc;) {
@@ -104,6 +106,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--cta" && i + 1 < argc) {
       cta = std::atoi(argv[i + 1]);
       i += 2;
+    } else if (arg == "--cluster-ctas" && i + 1 < argc) {
+      cluster_ctas = std::max(0, std::atoi(argv[i + 1]));
+      i += 2;
     } else if (arg == "--wcol" && i + 1 < argc) {
       panel.wcol = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
       i += 2;
@@ -117,7 +122,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
                    "[--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--chol 0|1|2|3] [--chol-rows R] "
-                   "[--cta 0|1|2|3] "
+                   "[--cta 0|1|2|3] [--cluster-ctas S] "
                    "[--layout row|col] "
                    "[m n batch]...\n");
       return 2;
@@ -173,6 +178,7 @@ int main(int argc, char** argv) {
       hints.stripe_wide = stripe_wide;
       hints.panel = panel;
       hints.cta = cta;
+      hints.cluster_ctas = cluster_ctas;
       const GeqrfPlan plan = make_plan(dev, d, hints);
       // A one-launch plan (warp, fused, cta) is timed once, as outer width 0.
       const bool blocked = plan.algorithm == Algorithm::blocked;

@@ -186,12 +186,14 @@ TEST(CudaPolicy, TinyMatricesTakeAWarpSmallOnesAreFusedLargeOnesBlocked) {
 }
 
 // geqrf_cluster: past one CTA's shared memory (up to 416 rows and 512 columns, from 128
-// columns), while the clusters are resident at once: 2 CTAs up to 264 columns at 256 rows.
+// columns), while the clusters are resident at once: 2 CTAs up to 264 columns at 256 rows,
+// and up to two more while as many clusters of them are resident.
 TEST(CudaPolicy, WholeMatrixOnAClusterPastOneCta) {
   const DeviceInfo dev = h200();
-  for (auto [m, n, b, c] : {std::tuple{256, 256, 40, 2}, {300, 300, 40, 2}, {300, 300, 1, 2}, {352, 352, 1, 3},
-                            {352, 352, 20, 3}, {416, 416, 30, 4}, {400, 128, 40, 2}, {130, 300, 40, 2},
-                            {256, 256, 66, 2}, {200, 400, 20, 3}, {352, 352, 39, 3}}) {
+  for (auto [m, n, b, c] : {std::tuple{256, 256, 40, 2}, {300, 300, 40, 2}, {300, 300, 1, 4}, {352, 352, 1, 5},
+                            {352, 352, 20, 5}, {352, 352, 23, 4}, {416, 416, 30, 4}, {416, 416, 1, 6},
+                            {400, 128, 40, 2}, {130, 300, 40, 2}, {256, 256, 66, 2}, {256, 256, 1, 4},
+                            {200, 400, 20, 5}, {352, 352, 39, 3}}) {
     const GeqrfPlan p = make_plan(dev, make_geqrf_desc(m, n, b));
     EXPECT_EQ(p.algorithm, Algorithm::cluster_blocked) << m << " x " << n << " x " << b;
     EXPECT_EQ(p.cluster_blk.ctas, c) << m << " x " << n << " x " << b;
@@ -206,6 +208,13 @@ TEST(CudaPolicy, WholeMatrixOnAClusterPastOneCta) {
   hints.cta = 3;  // wherever a shape holds the matrix
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(352, 352, 1000), hints).algorithm, Algorithm::cluster_blocked);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(64, 64, 1), hints).cluster_blk.ctas, 2);
+  // a count of CTAs asked for, within the fewest that hold the matrix and one per block (8 at most)
+  for (auto [m, n, b, ask, c] : {std::tuple{352, 352, 1000, 6, 6}, {352, 352, 1, 2, 3}, {352, 352, 1, 20, 8},
+                                 {300, 40, 1, 8, 5}, {256, 256, 40, 3, 3}}) {
+    hints.cluster_ctas = ask;
+    EXPECT_EQ(make_plan(dev, make_geqrf_desc(m, n, b), hints).cluster_blk.ctas, c) << m << " x " << n << " x " << b;
+  }
+  hints.cluster_ctas = 0;
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(417, 300, 1), hints).algorithm, Algorithm::blocked);
   DeviceInfo old = dev;
   old.cluster_launch = false;

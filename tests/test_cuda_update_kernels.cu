@@ -281,7 +281,9 @@ TEST_F(UpdateKernels, ClusterKernel) {
         for (std::int64_t i = 0; i < d.stride; ++i) a[b * d.stride + i] *= scales[b];
       check_batch(d, cl, a, describe(d, Distribution::dense, 1.0, seed + 2) + shape + " scaled 1, 1e-30, 1e30, 1e-18, 1e18");
     }
-    for (const GeqrfDesc& d : {padded(352, 352, 3, layout), padded(290, 310, 4, layout), make_geqrf_desc(300, 300, 100, layout)}) {
+    // and the fewest CTAs that hold the matrix (the policy takes more for few matrices)
+    for (const GeqrfDesc& d : {padded(352, 352, 3, layout), padded(290, 310, 4, layout), make_geqrf_desc(300, 300, 100, layout),
+                               make_geqrf_desc(352, 352, 39, layout), make_geqrf_desc(416, 416, 30, layout)}) {
       ASSERT_EQ(cuda::make_plan(dev_, d, cl).algorithm, cuda::Algorithm::cluster_blocked);
       const std::uint64_t seed = fresh_seed();
       check_batch(d, cl, generate_batch(d, Distribution::mixed, 2.0, seed), describe(d, Distribution::mixed, 2.0, seed));

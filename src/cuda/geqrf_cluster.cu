@@ -60,6 +60,8 @@ ClusterBlkConfig geqrf_cluster_config(const DeviceInfo& dev, int m, int n) {
   return {};
 }
 
+int geqrf_cluster_max_ctas(int n) { return std::min(8, (n + kCtaBlkPanel - 1) / kCtaBlkPanel); }
+
 std::size_t geqrf_cluster_smem(const ClusterBlkConfig& cfg, int n) {
   return geqrf_cluster_smem_bytes(cfg.rows, cfg.ctas, n);
 }

@@ -29,6 +29,8 @@ inline constexpr int kClusterBlkMaxCols = 512;
 // most one per 8-column block) whose shared memory holds their share of it; or none
 // (also without cluster launch).
 ClusterBlkConfig geqrf_cluster_config(const DeviceInfo& dev, int m, int n);
+// The most CTAs a launch may use for n columns (at most one per 8-column block, and 8).
+int geqrf_cluster_max_ctas(int n);
 // Dynamic shared memory of each CTA of a launch, in bytes.
 std::size_t geqrf_cluster_smem(const ClusterBlkConfig& cfg, int n);
 // Raises the kernels' shared-memory limits (once per device, before the first launch).

@@ -297,10 +297,14 @@ __device__ __forceinline__ void cta_update_cols_fma(float* sA, int LD, const flo
     w[6] = fmaf(v1.z, a[i], w[6]);
     w[7] = fmaf(v1.w, a[i], w[7]);
   }
+  if constexpr (CPW == 1) {
+    warp_allreduce_sum8(w);  // 17 shuffles where the butterfly takes 40
+  } else {
 #pragma unroll
-  for (int k = 0; k < NB; ++k)
+    for (int k = 0; k < NB; ++k)
 #pragma unroll
-    for (int o = CPW; o < 32; o *= 2) w[k] += __shfl_xor_sync(kFull, w[k], o);
+      for (int o = CPW; o < 32; o *= 2) w[k] += __shfl_xor_sync(kFull, w[k], o);
+  }
 #pragma unroll
   for (int k = 0; k < NB; ++k) {
     float s = w[k];

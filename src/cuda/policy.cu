@@ -257,11 +257,21 @@ bool cta_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) 
   return batch <= (n <= kCtaBlkTwoWavesMaxCols ? 2 : 1) * sms;
 }
 
-bool cluster_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
-  const ClusterBlkConfig cfg = geqrf_cluster_config(dev, m, n);
-  if (cfg.rows == 0 || n < kClusterBlkMinCols) return false;
-  const int wave = dev.whole_sm_clusters[cfg.ctas] > 0 ? dev.whole_sm_clusters[cfg.ctas] : dev.sm_count / cfg.ctas;
-  return batch <= wave;
+ClusterBlkConfig cluster_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
+  // CTAs per matrix (bench/geqrf_outer_sweep-like trace driver, device time, ms; fewest first,
+  // docs/perf-notes.md v27): 352^2 x1 0.333 / 0.309 / 0.308 / 0.303 (6) / 0.301 (8), x20
+  // 0.331 / 0.306 / 0.303; 256^2 x1 0.213 / 0.196 / 0.190 / 0.191 (6); 300^2 x30 0.299 / 0.258
+  // / 0.253; 416^2 x1 0.409 / 0.396 / 0.396 / 0.396 (8); and two waves: 256^2 x40 0.211 on 2,
+  // 0.380 on 3.
+  ClusterBlkConfig cfg = geqrf_cluster_config(dev, m, n);
+  auto resident = [&](int ctas) -> std::int64_t {
+    return dev.whole_sm_clusters[ctas] > 0 ? dev.whole_sm_clusters[ctas] : dev.sm_count / ctas;
+  };
+  if (cfg.rows == 0 || n < kClusterBlkMinCols || batch > resident(cfg.ctas)) return {};
+  const int most = std::min(geqrf_cluster_max_ctas(n), cfg.ctas + kClusterBlkExtraCtas);
+  for (int c = cfg.ctas + 1; c <= most; ++c)
+    if (batch <= resident(c)) cfg.ctas = c;
+  return cfg;
 }
 
 bool cta_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
@@ -305,9 +315,14 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
   }
   // Past one CTA's shared memory, the same on a cluster (geqrf_cluster): for few matrices.
   if (hints.cta == 3 || hints.cta == -1) {
-    plan.cluster_blk = geqrf_cluster_config(dev, m, n);
-    if (plan.cluster_blk.rows > 0 && (hints.cta == 3 || cluster_blocked_geqrf(dev, m, n, d.batch)))
+    const ClusterBlkConfig fewest = geqrf_cluster_config(dev, m, n);
+    plan.cluster_blk = cluster_blocked_geqrf(dev, m, n, d.batch);
+    if (plan.cluster_blk.rows == 0 && hints.cta == 3) plan.cluster_blk = fewest;
+    if (plan.cluster_blk.rows > 0) {
+      if (hints.cluster_ctas > 0)
+        plan.cluster_blk.ctas = std::max(fewest.ctas, std::min(hints.cluster_ctas, geqrf_cluster_max_ctas(n)));
       return one_launch(Algorithm::cluster_blocked);
+    }
     plan.cluster_blk = {};
   }
   // The whole matrix in one CTA's registers, warps owning columns (geqr2_cta): ahead of the

@@ -125,6 +125,7 @@ struct PlanHints {
   // The whole-matrix kernels, wherever a compiled shape holds the matrix (past warp): 0 none,
   // 1 geqr2_cta, 2 geqrf_cta, 3 geqrf_cluster; -1: the policy's.
   int cta = -1;
+  int cluster_ctas = 0;  // geqrf_cluster's CTAs per matrix (at least the fewest that hold it); 0: the policy's
   int outer_nb = 0;
   int look_ahead = -1;  // 0 / 1: off / on; -1: the policy's
   int fused_update = -1;  // 0 / 1: off / on (one-level plans only); -1: the policy's
@@ -197,11 +198,14 @@ bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch);
 inline constexpr int kCtaBlkTwoWavesMaxCols = 192;
 inline constexpr int kCtaBlkFourWavesMaxDim = 128;  // bounds rows and columns
 bool cta_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch);
-// Whether the policy factors an m x n matrix with geqrf_cluster where a compiled shape holds
-// it (and geqrf_cta does not): from kClusterBlkMinCols columns, while the clusters fit in one
-// wave of one CTA per SM.
+// The geqrf_cluster configuration the policy picks for an m x n matrix where a compiled shape
+// holds it (and geqrf_cta does not), or none: from kClusterBlkMinCols columns, while the
+// clusters fit in one wave of one CTA per SM. On up to kClusterBlkExtraCtas more CTAs than
+// the fewest that hold the matrix, as many as stay resident at once: each CTA's share of the
+// trailing update, which bounds the first half of the panels, shrinks.
 inline constexpr int kClusterBlkMinCols = 128;
-bool cluster_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch);
+inline constexpr int kClusterBlkExtraCtas = 2;
+ClusterBlkConfig cluster_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch);
 // Whether the policy factors an m x n matrix with geqr2_cta where a compiled shape holds
 // it (and geqrf_cta does not take it): past 64 columns while the batch fits in two waves (one CTA per SM); at most 64
 // columns, where the register kernel is the alternative, for m <= 64 within two waves and
