@@ -73,10 +73,10 @@ if [ $run_san = 1 ]; then
   # two-level blocking with its Gram products and larft_merge (TwoLevelBlocking,
   # TwoLevelPartialBlocks), one-level
   # updates by larfb_fused and by cuBLAS (EveryKernelPath), every shape of geqr2_cta and of
-  # geqrf_cta (CtaKernel).
+  # geqrf_cta (CtaKernel), geqrf_cluster on 2-6 CTAs (ClusterKernel).
   # The CLI is not used here: it factors up to 50 inputs per case, too slow under the tool.
-  timeout 250 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/tests/batchqr_gpu_tests" \
-    --gtest_filter='*TallAndWide*:*ZeroMatrix*:*NaNStays*:*PaddedStrides*:*ExtremeScales*:*EveryKernelPath/fp32:*TwoLevelBlocking/fp32:*TwoLevelPartialBlocks:*CtaKernel' >>"$L" 2>&1
+  timeout 300 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/tests/batchqr_gpu_tests" \
+    --gtest_filter='*TallAndWide*:*ZeroMatrix*:*NaNStays*:*PaddedStrides*:*ExtremeScales*:*EveryKernelPath/fp32:*TwoLevelBlocking/fp32:*TwoLevelPartialBlocks:*CtaKernel:*ClusterKernel' >>"$L" 2>&1
   note "memcheck (GPU tests: every kernel path): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   # larfb_stripe split over a cluster (2500 rows: 5 CTAs per stripe) and 16-CTA clusters
   # (its next-panel updates at 8000 rows).

@@ -1,6 +1,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/geqr2_cta.cuh"
 #include "cuda/geqr2_cta.hpp"
+#include "cuda/shape_table.hpp"
 
 namespace batchqr::cuda {
 namespace {
@@ -36,30 +37,6 @@ Status raise_limit(const DeviceInfo& dev) {
   return Status::success;
 }
 
-// f(std::integral_constant<int, i>) for the shape kShapes[i] == cfg; backend_error if none.
-template <int I = 0, class F>
-Status with_shape(const CtaConfig& cfg, F&& f) {
-  if constexpr (I == std::size(kShapes)) {
-    return Status::backend_error;  // geqr2_cta_config() returns only these
-  } else {
-    constexpr Shape s = kShapes[I];
-    if (cfg.rows_per_lane == s.rpl && cfg.slots == s.slots && cfg.warps == s.warps)
-      return f(std::integral_constant<int, I>{});
-    return with_shape<I + 1>(cfg, f);
-  }
-}
-
-template <int I = 0>
-Status raise_limits(const DeviceInfo& dev) {
-  if constexpr (I == std::size(kShapes)) {
-    return Status::success;
-  } else {
-    constexpr Shape s = kShapes[I];
-    const Status st = raise_limit<s.rpl, s.slots, s.warps>(dev);
-    return st != Status::success ? st : raise_limits<I + 1>(dev);
-  }
-}
-
 }  // namespace
 
 CtaConfig geqr2_cta_config(const DeviceInfo& dev, int m, int n) {
@@ -73,12 +50,20 @@ CtaConfig geqr2_cta_config(const DeviceInfo& dev, int m, int n) {
 
 std::size_t geqr2_cta_smem(const CtaConfig& cfg, int n) { return geqr2_cta_smem_bytes(cfg.rows_per_lane, n); }
 
-Status geqr2_cta_initialize(const DeviceInfo& dev) { return raise_limits(dev); }
+Status geqr2_cta_initialize(const DeviceInfo& dev) {
+  return for_each_shape<std::size(kShapes)>([&](auto i) {
+    constexpr Shape s = kShapes[decltype(i)::value];
+    return raise_limit<s.rpl, s.slots, s.warps>(dev);
+  });
+}
 
 Status launch_geqr2_cta(Layout layout, const Geqr2CtaArgs& args, const CtaConfig& cfg, std::int64_t batch,
                         cudaStream_t stream) {
-  return with_shape(cfg, [&](auto i_c) {
-    constexpr Shape s = kShapes[decltype(i_c)::value];
+  auto match = [&](std::size_t i) {
+    return cfg.rows_per_lane == kShapes[i].rpl && cfg.slots == kShapes[i].slots && cfg.warps == kShapes[i].warps;
+  };
+  return with_shape<std::size(kShapes)>(match, [&](auto i) {
+    constexpr Shape s = kShapes[decltype(i)::value];
     return launch<s.rpl, s.slots, s.warps>(layout, args, batch, stream);
   });
 }

@@ -5,6 +5,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/geqrf_cluster.cuh"
 #include "cuda/geqrf_cluster.hpp"
+#include "cuda/shape_table.hpp"
 
 namespace batchqr::cuda {
 namespace {
@@ -26,29 +27,6 @@ Status launch(Layout layout, const Geqr2CtaArgs& args, const ClusterBlkConfig& c
   return Status::success;
 }
 
-template <int I = 0, class F>
-Status with_shape(const ClusterBlkConfig& cfg, F&& f) {
-  if constexpr (I == std::size(kRows)) {
-    return Status::backend_error;  // geqrf_cluster_config() returns only these
-  } else {
-    if (cfg.rows == kRows[I]) return f(std::integral_constant<int, kRows[I]>{});
-    return with_shape<I + 1>(cfg, f);
-  }
-}
-
-template <int I = 0>
-Status raise_limits(const DeviceInfo& dev) {
-  if constexpr (I == std::size(kRows)) {
-    return Status::success;
-  } else {
-    constexpr int MR = kRows[I];
-    const int bytes = static_cast<int>(dev.smem_per_block_optin);  // geqrf_cluster_config() asks for no more
-    for (auto kernel : {geqrf_cluster_kernel<Layout::row_major, MR>, geqrf_cluster_kernel<Layout::col_major, MR>})
-      BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    return raise_limits<I + 1>(dev);
-  }
-}
-
 }  // namespace
 
 ClusterBlkConfig geqrf_cluster_config(const DeviceInfo& dev, int m, int n) {
@@ -68,19 +46,26 @@ std::size_t geqrf_cluster_smem(const ClusterBlkConfig& cfg, int n) {
 
 Status geqrf_cluster_initialize(const DeviceInfo& dev) {
   if (!dev.cluster_launch) return Status::success;
-  return raise_limits(dev);
+  return for_each_shape<std::size(kRows)>([&](auto i) {
+    constexpr int MR = kRows[decltype(i)::value];
+    const int bytes = static_cast<int>(dev.smem_per_block_optin);  // geqrf_cluster_config() asks for no more
+    for (auto kernel : {geqrf_cluster_kernel<Layout::row_major, MR>, geqrf_cluster_kernel<Layout::col_major, MR>})
+      BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    return Status::success;
+  });
 }
 
 Status geqrf_cluster_occupancy(DeviceInfo* dev) {
-  const Status st = geqrf_cluster_initialize(*dev);
-  if (st != Status::success) return st;
+  // A CTA of the whole opt-in shared memory: one per SM. The launches take less where more
+  // CTAs than the fewest share a matrix, but their registers (158-234 x 256 threads) allow no
+  // second CTA per SM either.
+  const auto kernel = geqrf_cluster_kernel<Layout::row_major, kClusterBlkMaxRows>;
+  const int bytes = static_cast<int>(dev->smem_per_block_optin);
+  BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   for (int c = 2; c <= 8; ++c) {
-    // A CTA of the whole opt-in shared memory: one per SM, as every shape geqrf_cluster_config()
-    // picks for the policy's matrices (and its registers allow no second one anyway).
     const ClusterLaunch cl(dim3(static_cast<unsigned>(c)), dim3(32 * kClWarps), dev->smem_per_block_optin, nullptr, c);
     int clusters = 0;
-    BATCHQR_CUDA_TRY(
-        cudaOccupancyMaxActiveClusters(&clusters, geqrf_cluster_kernel<Layout::row_major, kClusterBlkMaxRows>, &cl.cfg));
+    BATCHQR_CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cl.cfg));
     dev->whole_sm_clusters[c] = clusters;
   }
   return Status::success;
@@ -88,7 +73,8 @@ Status geqrf_cluster_occupancy(DeviceInfo* dev) {
 
 Status launch_geqrf_cluster(Layout layout, const Geqr2CtaArgs& args, const ClusterBlkConfig& cfg, std::int64_t batch,
                             cudaStream_t stream) {
-  return with_shape(cfg, [&](auto rows_c) { return launch<decltype(rows_c)::value>(layout, args, cfg, batch, stream); });
+  return with_shape<std::size(kRows)>([&](std::size_t i) { return kRows[i] == cfg.rows; },
+                                      [&](auto i) { return launch<kRows[decltype(i)::value]>(layout, args, cfg, batch, stream); });
 }
 
 }  // namespace batchqr::cuda

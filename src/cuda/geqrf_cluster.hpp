@@ -35,7 +35,8 @@ int geqrf_cluster_max_ctas(int n);
 std::size_t geqrf_cluster_smem(const ClusterBlkConfig& cfg, int n);
 // Raises the kernels' shared-memory limits (once per device, before the first launch).
 Status geqrf_cluster_initialize(const DeviceInfo& dev);
-// Fills dev->whole_sm_clusters (the current device must be dev->device; raises the limits).
+// Fills dev->whole_sm_clusters (the current device must be dev->device; raises the limit of
+// the kernel it queries).
 Status geqrf_cluster_occupancy(DeviceInfo* dev);
 // One cluster per matrix; no workspace.
 Status launch_geqrf_cluster(Layout layout, const Geqr2CtaArgs& args, const ClusterBlkConfig& cfg, std::int64_t batch,
