@@ -258,11 +258,13 @@ bool cta_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) 
 }
 
 ClusterBlkConfig cluster_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
-  // CTAs per matrix (bench/geqrf_outer_sweep-like trace driver, device time, ms; fewest first,
-  // docs/perf-notes.md v27): 352^2 x1 0.333 / 0.309 / 0.308 / 0.303 (6) / 0.301 (8), x20
-  // 0.331 / 0.306 / 0.303; 256^2 x1 0.213 / 0.196 / 0.190 / 0.191 (6); 300^2 x30 0.299 / 0.258
-  // / 0.253; 416^2 x1 0.409 / 0.396 / 0.396 / 0.396 (8); and two waves: 256^2 x40 0.211 on 2,
-  // 0.380 on 3.
+  // CTAs per matrix, measured on the H200 (docs/perf-notes.md v27). The kernel launched alone,
+  // best of 8, ms, from the fewest up: 352^2 x1 0.333 / 0.309 / 0.308 / 0.303 (6) / 0.301 (8),
+  // x20 0.331 / 0.306 / 0.303; 256^2 x1 0.213 / 0.196 / 0.190 / 0.191 (6); 300^2 x30 0.299 /
+  // 0.258 / 0.253; 416^2 x1 0.409 / 0.396 / 0.396 / 0.396 (8); past the resident clusters two
+  // waves: 256^2 x40 0.211 on 2, 0.380 on 3. This rule against the fewest
+  // (bench/geqrf_outer_sweep [--cta 3 --cluster-ctas 1], row-major): 256^2 x1 0.184 / 0.206,
+  // 300^2 x30 0.283 / 0.328, 352^2 x1 0.336 / 0.364, 416^2 x20 0.430 / 0.445.
   ClusterBlkConfig cfg = geqrf_cluster_config(dev, m, n);
   auto resident = [&](int ctas) -> std::int64_t {
     return dev.whole_sm_clusters[ctas] > 0 ? dev.whole_sm_clusters[ctas] : dev.sm_count / ctas;
