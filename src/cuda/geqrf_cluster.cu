@@ -33,12 +33,12 @@ ClusterBlkConfig geqrf_cluster_config(const DeviceInfo& dev, int m, int n) {
   if (!dev.cluster_launch || m < 1 || n < 1 || m > kClusterBlkMaxRows || n > kClusterBlkMaxCols) return {};
   const int rows = std::max(kClusterBlkMinRows, (m + 31) / 32 * 32);
   const int blocks = (n + kCtaBlkPanel - 1) / kCtaBlkPanel;
-  for (int ctas = 2; ctas <= 8 && ctas <= blocks; ++ctas)
+  for (int ctas = 2; ctas <= kClusterBlkMaxCtas && ctas <= blocks; ++ctas)
     if (geqrf_cluster_smem_bytes(rows, ctas, n) <= dev.smem_per_block_optin) return {rows, ctas};
   return {};
 }
 
-int geqrf_cluster_max_ctas(int n) { return std::min(8, (n + kCtaBlkPanel - 1) / kCtaBlkPanel); }
+int geqrf_cluster_max_ctas(int n) { return std::min(kClusterBlkMaxCtas, (n + kCtaBlkPanel - 1) / kCtaBlkPanel); }
 
 std::size_t geqrf_cluster_smem(const ClusterBlkConfig& cfg, int n) {
   return geqrf_cluster_smem_bytes(cfg.rows, cfg.ctas, n);
@@ -62,7 +62,7 @@ Status geqrf_cluster_occupancy(DeviceInfo* dev) {
   const auto kernel = geqrf_cluster_kernel<Layout::row_major, kClusterBlkMaxRows>;
   const int bytes = static_cast<int>(dev->smem_per_block_optin);
   BATCHQR_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  for (int c = 2; c <= 8; ++c) {
+  for (int c = 2; c <= kClusterBlkMaxCtas; ++c) {
     const ClusterLaunch cl(dim3(static_cast<unsigned>(c)), dim3(32 * kClWarps), dev->smem_per_block_optin, nullptr, c);
     int clusters = 0;
     BATCHQR_CUDA_TRY(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cl.cfg));

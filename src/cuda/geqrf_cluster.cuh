@@ -125,19 +125,20 @@ __global__ void __launch_bounds__(32 * kClWarps, 1) geqrf_cluster_kernel(const G
   __syncthreads();
   // Arms `full` of panel pi's parity: for the bytes of its copy, or (this CTA's own panel) not
   // at all, the panel warp's arrival completes it.
-  auto arm = [&](int pi) {
-    if (pi % S != q) mbarrier_arrive_expect_tx(full + (pi & 1), copy_bytes(pi));
+  auto arm = [&](int pi, bool own) {
+    if (!own) mbarrier_arrive_expect_tx(full + (pi & 1), copy_bytes(pi));
   };
   if (threadIdx.x == 0) {  // the first two panels
-    arm(0);
-    if (npanels > 1) arm(1);
+    arm(0, q == 0);
+    if (npanels > 1) arm(1, q == 1);
   }
   cluster.sync();  // every CTA's barriers exist before any copy or arrival
 
   if (warp == 0) {
     // --- the panels of this CTA: blocks q, q + S, ... ---------------------------------------
     int waited[2] = {0, 0};  // phases of empty[parity] waited for so far
-    for (int pi = q; pi < npanels; pi += S) {
+    // (no divisions by S on the chain: ~150 cycles each at run-time S)
+    for (int pi = q, lb = 0; pi < npanels; pi += S, ++lb) {  // lb: the panel's local block
       const int j0 = NB * pi, par = pi & 1;
       if (pi > 0) cta_bar_sync(kClColsReady, 32 * (1 + kClNextWarps));  // its columns have panel pi - 1
       if (pi >= 2) {
@@ -146,7 +147,7 @@ __global__ void __launch_bounds__(32 * kClWarps, 1) geqrf_cluster_kernel(const G
       }
       const int nv = NRF - (j0 >> 5), kb = min(NB, nrefl - j0);
       static_panel_dispatch<NRF, (kCtaPanelHeights < NRF ? kCtaPanelHeights : NRF)>(nv, [&](auto nr_c) {
-        cta_panel_geqr2<decltype(nr_c)::value>(sA + NB * (pi / S) * LD, LD, n - j0, sOut, sOut + MR * NB,
+        cta_panel_geqr2<decltype(nr_c)::value>(sA + NB * lb * LD, LD, n - j0, sOut, sOut + MR * NB,
                                                 sOut + MR * NB + NB * NB, sTau + j0, j0, kb, nv);
       });
       fence_proxy_async_shared();  // the outbox's writes before the copies' reads
@@ -161,15 +162,21 @@ __global__ void __launch_bounds__(32 * kClWarps, 1) geqrf_cluster_kernel(const G
   } else if (warp % 4 != 0) {
     // --- the update warps: every panel on this CTA's columns right of it -----------------------
     const int uw = warp - 1 - warp / 4;
+    int owner = 0;  // pi % S, counted (no divisions by S on the chain)
+    int cr = 0;     // this CTA's first column right of panel pi
     for (int pi = 0; pi < npanels; ++pi) {
       const int j0 = NB * pi, g0 = j0 >> 5, par = pi & 1;
+      const bool own = owner == q;
+      if (own) cr += NB;
+      owner = owner + 1 == S ? 0 : owner + 1;  // (pi + 1) % S
+      // The next panel's columns first where this CTA owns it: its panel warp waits for them.
+      const bool next = pi + 1 < npanels && owner == q;
+      const int owner2 = owner + 1 == S ? 0 : owner + 1;  // (pi + 2) % S
       mbarrier_wait(full + par, (pi >> 1) & 1);
-      const float* sV = pi % S == q ? sOut : sIn + par * SLOT;
+      const float* sV = own ? sOut : sIn + par * SLOT;
       const float* sG = sV + MR * NB;
       const float* sTp = sG + NB * NB;
-      int c = NB * (pi >= q ? (pi - q) / S + 1 : 0);  // this CTA's first column right of the panel
-      // The next panel's columns first where this CTA owns it: its panel warp waits for them.
-      const bool next = pi + 1 < npanels && (pi + 1) % S == q;
+      int c = cr;
       if (next) {
         if (uw < kClNextWarps) {
           if (2 * uw < ncl - c) cta_update_cols_fma<2, MR>(sA, LD, sV, sG, sTp, c + 2 * uw, ncl, g0);
@@ -188,11 +195,11 @@ __global__ void __launch_bounds__(32 * kClWarps, 1) geqrf_cluster_kernel(const G
       }
       cta_bar_sync(kClUpdDone, 32 * kClUpdateWarps);
       if (uw == 0 && lane == 0 && pi + 2 < npanels) {
-        arm(pi + 2);
+        arm(pi + 2, owner2 == q);
         fence_proxy_async_shared();  // this CTA's reads of the inbox before the next copy's writes
         // (its own barrier by the local form, which racecheck follows)
-        if ((pi + 2) % S == q) mbarrier_arrive(empty + par);
-        else mbarrier_arrive_cluster(dsmem_address(empty + par, (pi + 2) % S));
+        if (owner2 == q) mbarrier_arrive(empty + par);
+        else mbarrier_arrive_cluster(dsmem_address(empty + par, owner2));
       }
     }
   }

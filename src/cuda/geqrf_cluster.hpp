@@ -24,6 +24,7 @@ struct ClusterBlkConfig {
 inline constexpr int kClusterBlkMinRows = 256;  // the smallest compiled shape
 inline constexpr int kClusterBlkMaxRows = 416;
 inline constexpr int kClusterBlkMaxCols = 512;
+inline constexpr int kClusterBlkMaxCtas = 8;  // the portable cluster size
 
 // The smallest compiled shape that holds an m x n matrix, on the fewest CTAs (2 to 8, at
 // most one per 8-column block) whose shared memory holds their share of it; or none

@@ -267,8 +267,9 @@ __device__ __forceinline__ void cta_panel_geqr2(float* sP, int LD, int pn, float
 // over the row groups, W' by forward substitution (T never formed), then C -= V W'. Rows
 // from the 32-row group g0 (V is zero above the diagonal and stale above that group).
 template <int CPW, int MR>
-__device__ __forceinline__ void cta_update_cols_fma(float* sA, int LD, const float* sV, const float* sG,
-                                                    const float* sTp, int cb, int n, int g0) {
+__device__ __forceinline__ void cta_update_cols_fma(float* __restrict__ sA, int LD, const float* __restrict__ sV,
+                                                    const float* __restrict__ sG, const float* __restrict__ sTp,
+                                                    int cb, int n, int g0) {
   constexpr int NB = kCtaBlkPanel, RG = 32 / CPW, NR = MR / RG;
   constexpr unsigned kFull = 0xffffffffu;
   const int lane = threadIdx.x & 31;
@@ -340,8 +341,9 @@ __device__ __forceinline__ void cta_update_cols_fma(float* sA, int LD, const flo
 // then adjacent (one 64-bit load). Rows from R0 (the 32-row group of the panel's diagonal:
 // V is zero above the diagonal and stale above R0).
 template <int MR>
-__device__ __forceinline__ void cta_update_cols_mma(float* sA, int LD, const float* sV, const float* sG,
-                                                    const float* sTp, int cb, int n, int R0) {
+__device__ __forceinline__ void cta_update_cols_mma(float* __restrict__ sA, int LD, const float* __restrict__ sV,
+                                                    const float* __restrict__ sG, const float* __restrict__ sTp,
+                                                    int cb, int n, int R0) {
   constexpr int NB = kCtaBlkPanel;
   constexpr unsigned kFull = 0xffffffffu;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;

@@ -317,12 +317,13 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
   }
   // Past one CTA's shared memory, the same on a cluster (geqrf_cluster): for few matrices.
   if (hints.cta == 3 || hints.cta == -1) {
-    const ClusterBlkConfig fewest = geqrf_cluster_config(dev, m, n);
     plan.cluster_blk = cluster_blocked_geqrf(dev, m, n, d.batch);
-    if (plan.cluster_blk.rows == 0 && hints.cta == 3) plan.cluster_blk = fewest;
+    if (plan.cluster_blk.rows == 0 && hints.cta == 3) plan.cluster_blk = geqrf_cluster_config(dev, m, n);
     if (plan.cluster_blk.rows > 0) {
-      if (hints.cluster_ctas > 0)
-        plan.cluster_blk.ctas = std::max(fewest.ctas, std::min(hints.cluster_ctas, geqrf_cluster_max_ctas(n)));
+      if (hints.cluster_ctas > 0) {  // clamped to [the fewest that hold it, the most]
+        const int fewest = geqrf_cluster_config(dev, m, n).ctas;
+        plan.cluster_blk.ctas = std::max(fewest, std::min(hints.cluster_ctas, geqrf_cluster_max_ctas(n)));
+      }
       return one_launch(Algorithm::cluster_blocked);
     }
     plan.cluster_blk = {};
