@@ -574,98 +574,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
     for (int b = 0; b < 4; ++b)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[a][b][e] = 0.0f;
-  [[maybe_unused]] float dw[16];  // kTma3: the warpgroup's W partial (wgmma_tf32.cuh's D fragment)
-  if constexpr (kTma3) {
-#if BATCHQR_HAVE_WGMMA
-    // kTma3 (K = 64): W = V^T C on wgmma, A = V^T from registers (m = reflector, k = row),
-    // B = the stripe's rows as K-major core matrices, written split (big, small) by the
-    // warpgroup itself: the stripe arrives row-major, which TF32 wgmma cannot read as B.
-    // Warpgroup wg takes rounds of 16 rows (two 8-row chunks) at R = 16 wg + 32 j; warps 0
-    // and 1 of each load chunk 0 and 1 of its rounds (V's 8 rows as two 32-column boxes, the
-    // stripe's 8 rows as one) three rounds ahead, into four stage sets of sRed, each chunk
-    // completing on its own mbarrier. Pairings (g = lane / 4, t = lane % 4): A's k = t is
-    // chunk row 2t, k = t + 4 row 2t + 1; A's row m = g of warp wr is reflector 16 wr + 2g,
-    // m = g + 8 reflector 16 wr + 2g + 1, so that a lane reads its V as float2 of the
-    // swizzled boxes in the minimum two wavefronts; B's stores and the stripe reads for them
-    // are conflict-free (lane: column 8 j + lane % 8 of row 2 (lane / 8) + h).
-    std::uint64_t* bars = reinterpret_cast<std::uint64_t*>(sW + kMaxK * TN);  // [wg][set][chunk], then phase 3's
-    if (tid < 2 * kWarps + 2) mbarrier_init(bars + tid, 1);
-    if (tid == 0) mbarrier_init_fence();
-    __syncthreads();  // every warp waits on its loaders' barriers
-    const int wr = warp & 3, wg = warp >> 2;
-    constexpr int kSets = 4, kStage = 8 * K;  // floats of one chunk's V stage
-    static_assert(2 * kSets * 2 * kStage == kRedSlots * kMaxK * TN, "the V stages fill sRed");
-    float* sB = sW + wg * 2 * 2 * 256;  // the round's B: [chunk][big, small][256], in sW (free until the sum)
-    auto stage = [&](int j, int c) { return sRed + ((wg * kSets + (j & (kSets - 1))) * 2 + c) * kStage; };
-    auto cbar = [&](int j, int c) { return bars + (wg * kSets + (j & (kSets - 1))) * 2 + c; };
-    const int ccol = p.col0 + tile * TN, m32 = static_cast<int>(mat);
-    const int nrounds = rows > 16 * wg ? (rows - 16 * wg + 31) / 32 : 0;
-    auto issue = [&](int j) {  // by lane 0 of loader warp wr < 2: chunk wr of round j, if any rows
-      const int r0 = 16 * wg + 32 * j + 8 * wr;
-      if (wr < 2 && lane == 0 && j < nrounds && r0 < rows) {
-        fence_proxy_async_shared();  // the warpgroup's reads of the stage (a barrier ago) come first
-        std::uint64_t* b = cbar(j, wr);
-        float* vdst = stage(j, wr);
-        mbarrier_arrive_expect_tx(b, (8 * K + 8 * TN) * sizeof(float));
-        tma_load_3d(vdst, &maps.v, 0, sr.row0 + r0, m32, b);
-        tma_load_3d(vdst + 8 * 32, &maps.v, 32, sr.row0 + r0, m32, b);
-        tma_load_3d(sC + r0 * TN, &maps.c, ccol, p.j0 + sr.row0 + r0, m32, b);
-      }
-    };
-    for (int j = 0; j < kSets - 1; ++j) issue(j);
-#pragma unroll
-    for (int e = 0; e < 16; ++e) dw[e] = 0.0f;
-    const int b8 = lane & 7, tt = lane >> 3;
-    for (int j = 0; j < nrounds; ++j) {
-      const int R = 16 * wg + 32 * j;
-      const bool two = R + 8 < rows;  // the same in the whole warpgroup
-      mbarrier_wait(cbar(j, 0), (j / kSets) & 1);
-      if (two) mbarrier_wait(cbar(j, 1), (j / kSets) & 1);
-      wgmma_wait_all(dw);  // the previous round's products: B and their A registers free
-      {  // B: chunk wr / 2, rows 2 tt + (wr & 1) (k = tt + 4 (wr & 1)), split
-        const int c = wr >> 1, hh = wr & 1, rho = 2 * tt + hh, r = R + 8 * c + rho;
-        float* dst = sB + c * 512 + 32 * hh + 4 * b8 + tt;
-#pragma unroll
-        for (int j4 = 0; j4 < 4; ++j4) {
-          const float x = (c == 0 || two) ? sC[swz<true>(r, 8 * j4 + b8)] : 0.0f;
-          std::uint32_t xb, xs;
-          split_tf32(x, xb, xs);
-          reinterpret_cast<std::uint32_t*>(dst)[64 * j4] = xb;
-          reinterpret_cast<std::uint32_t*>(dst)[256 + 64 * j4] = xs;
-        }
-      }
-      fence_proxy_async_shared();  // B's stores before wgmma's reads
-      std::uint32_t ab[2][4], as[2][4];
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        float2 f[2];
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-          const int rho = 2 * t + hh, q = 4 * (wr & 1) + (g >> 1);
-          f[hh] = (c == 0 || two) ? *reinterpret_cast<const float2*>(stage(j, c) + (wr >> 1) * 256 + rho * 32 +
-                                                                      ((q ^ rho) << 2) + 2 * (g & 1))
-                                  : make_float2(0.0f, 0.0f);
-        }
-        split_tf32(f[0].x, ab[c][0], as[c][0]);
-        split_tf32(f[0].y, ab[c][1], as[c][1]);
-        split_tf32(f[1].x, ab[c][2], as[c][2]);
-        split_tf32(f[1].y, ab[c][3], as[c][3]);
-      }
-      warpgroup_barrier(wg);  // B complete; every warp done with round j - 1's stages
-      issue(j + kSets - 1);   // into round j - 1's stage set
-      wgmma_fence();
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const std::uint64_t bb = wgmma_desc(sB + c * 512, 128, 256), bs = wgmma_desc(sB + c * 512 + 256, 128, 256);
-        wgmma_m64n32k8_tf32(dw, as[c], bb);  // small products first, as mma_3xtf32
-        wgmma_m64n32k8_tf32(dw, ab[c], bs);
-        wgmma_m64n32k8_tf32(dw, ab[c], bb);
-      }
-      wgmma_commit();
-    }
-    wgmma_wait_all(dw);
-#endif
-  } else if constexpr (kTma) {
+  if constexpr (kTma) {
     // kTma: per warp and chunk, one elected lane loads V's 8 rows (K / 32 boxes of 32
     // columns) and the stripe's 8 rows (one box) with TMA, completing on the stage's
     // mbarrier, one chunk ahead. Lane (g, t) takes rows 2t + h of the chunk (k index t +
@@ -840,30 +749,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
       }
   };
   static_assert(kVals * 32 <= kMaxK * TN, "a warp's partial fits a slot");
-  float* sT = sRed + 2 * kMaxK * TN;
-  if constexpr (kTma3) {
-    // The two warpgroups' partials: warpgroup 1 parks its fragments in slot 0 and stages T,
-    // warpgroup 0 adds them and stores W as the mma.sync form below does (k = reflector).
-    const int wr = warp & 3;
-    float4* slot = reinterpret_cast<float4*>(sRed) + (wr * 32 + lane) * 4;
-    if (warp >= 4)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) slot[q] = make_float4(dw[4 * q], dw[4 * q + 1], dw[4 * q + 2], dw[4 * q + 3]);
-    stage_t<K>(p.t + mat * p.t_stride, p.t_ld, sT, 4, vec_t);
-    __syncthreads();
-    if (warp < 4)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const float4 x = slot[q];
-        const float v[4] = {dw[4 * q] + x.x, dw[4 * q + 1] + x.y, dw[4 * q + 2] + x.z, dw[4 * q + 3] + x.w};
-#pragma unroll
-        for (int e2 = 0; e2 < 4; ++e2) {  // d[4 j + 2 h + e]: reflector 16 wr + 2 g + h, column 8 j + 2 t + e
-          const int k = 16 * wr + 2 * g + (e2 >> 1), c = 8 * q + 2 * t + (e2 & 1);
-          sW[k * TN + (c ^ ((k / KL) & 7))] = v[e2];
-        }
-      }
-  } else {
-  sT = tree_sum_stage_t<K>(park, gather, sRed, p, mat, warp, kDiet<K> && vec_t);
+  float* sT = tree_sum_stage_t<K>(park, gather, sRed, p, mat, warp, kDiet<K> && vec_t);
   if (warp == 0)
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -880,7 +766,6 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
             sW[k * TN + (c ^ g)] = acc[mt][nt][e];  // g = (k / KL) & 7: conflict-free stores
           }
         }
-  }  // kTma3
   const float* sWall = cluster_sum_w<kSplit, K>(sW, sWsum);
 
   // --- phase 2: W2 = T^T W, stored negated and split as phase 3's B fragments ------------------
