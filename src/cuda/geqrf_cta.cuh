@@ -266,6 +266,8 @@ __device__ __forceinline__ void cta_panel_geqr2(float* sP, int LD, int pn, float
 // 32 / CPW row groups x CPW columns. W = V^T C by FMAs down each lane's rows and a butterfly
 // over the row groups, W' by forward substitution (T never formed), then C -= V W'. Rows
 // from the 32-row group g0 (V is zero above the diagonal and stale above that group).
+// V, G and T never alias the columns updated (callers keep the panel in its own buffer):
+// __restrict__ lets a row's loads of V pass the previous row's stores to C.
 template <int CPW, int MR>
 __device__ __forceinline__ void cta_update_cols_fma(float* __restrict__ sA, int LD, const float* __restrict__ sV,
                                                     const float* __restrict__ sG, const float* __restrict__ sTp,
