@@ -32,8 +32,7 @@ Status launch(Layout layout, const Geqr2CtaArgs& args, const ClusterBlkConfig& c
 ClusterBlkConfig geqrf_cluster_config(const DeviceInfo& dev, int m, int n) {
   if (!dev.cluster_launch || m < 1 || n < 1 || m > kClusterBlkMaxRows || n > kClusterBlkMaxCols) return {};
   const int rows = std::max(kClusterBlkMinRows, (m + 31) / 32 * 32);
-  const int blocks = (n + kCtaBlkPanel - 1) / kCtaBlkPanel;
-  for (int ctas = 2; ctas <= kClusterBlkMaxCtas && ctas <= blocks; ++ctas)
+  for (int ctas = 2, most = geqrf_cluster_max_ctas(n); ctas <= most; ++ctas)
     if (geqrf_cluster_smem_bytes(rows, ctas, n) <= dev.smem_per_block_optin) return {rows, ctas};
   return {};
 }
