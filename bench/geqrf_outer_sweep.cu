@@ -4,7 +4,7 @@
 // outer_width() in policy.cu rests on measurements. Not part of the library.
 //
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
-//                     [--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1]
+//                     [--stripe-wide 0|1] [--stripe64 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1]
 //                     [--chol 0|1|2|3] [--chol-rows R] [--cta 0|1|2|3] [--cluster-ctas S]
 //                     [--layout row|col] [m n batch]...
 //                     (default: a built-in list)
@@ -14,6 +14,7 @@
 // 3xTF32 (2), or not (0) (column "fu": 3 stripe 3xTF32, 2 stripe FP32, 1 larfb_fused,
 // 0 cuBLAS, as planned); --stripe-wide: updates wider than an outer block, of more
 // than 1024 rows, all on larfb_stripe (1) or all on cuBLAS (0), not as the policy picks;
+// --stripe64 0: the outer blocks' updates never on larfb_stripe64 (default: the policy's);
 // --panel-rows: register
 // panels take R rows per warp wherever a compiled shape of that R holds them;
 // --reg-cluster: panels of more than 1024 rows in the registers of a cluster (1) or in
@@ -70,6 +71,7 @@ int main(int argc, char** argv) {
   int fused = -1;
   int stripe = -1;
   int stripe_wide = -1;
+  int stripe64 = -1;
   int cta = -1;
   int cluster_ctas = 0;
   Layout layout = Layout::col_major;
@@ -87,6 +89,9 @@ int main(int argc, char** argv) {
       i += 2;
     } else if (arg == "--stripe-wide" && i + 1 < argc) {
       stripe_wide = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
+      i += 2;
+    } else if (arg == "--stripe64" && i + 1 < argc) {
+      stripe64 = std::atoi(argv[i + 1]) != 0 ? -1 : 0;
       i += 2;
     } else if (arg == "--layout" && i + 1 < argc) {
       layout = std::string(argv[i + 1]) == "row" ? Layout::row_major : Layout::col_major;
@@ -121,7 +126,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
-                   "[--stripe-wide 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--chol 0|1|2|3] [--chol-rows R] "
+                   "[--stripe-wide 0|1] [--stripe64 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--chol 0|1|2|3] [--chol-rows R] "
                    "[--cta 0|1|2|3] [--cluster-ctas S] "
                    "[--layout row|col] "
                    "[m n batch]...\n");
@@ -176,6 +181,7 @@ int main(int argc, char** argv) {
       hints.fused_update = fused;
       hints.stripe_update = stripe;
       hints.stripe_wide = stripe_wide;
+      hints.stripe64 = stripe64;
       hints.panel = panel;
       hints.cta = cta;
       hints.cluster_ctas = cluster_ctas;

@@ -83,6 +83,13 @@ if [ $run_san = 1 ]; then
   timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 64 \
     --reps 1 2500 130 1 8000 40 1 >>"$L" 2>&1
   note "memcheck (larfb_stripe on clusters): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
+  # larfb_stripe64 (row-major, outer blocks of 64, sm_90a): TMA, mbarriers, named barriers
+  # per warpgroup and wgmma, persistent over items; rows not a multiple of 32 or 64.
+  for tool in memcheck synccheck; do
+    timeout 150 compute-sanitizer --tool $tool --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 64 \
+      --layout row --reps 1 512 512 3 333 400 2 >>"$L" 2>&1
+    note "$tool (larfb_stripe64): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
+  done
   # geqr2_cta hands reflectors between warps through mbarriers: synccheck checks their use.
   timeout 100 compute-sanitizer --tool synccheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 1 --outer 32 \
     --layout row --reps 1 176 176 2 90 140 2 >>"$L" 2>&1
@@ -94,7 +101,7 @@ if [ $run_san = 1 ]; then
   # geqr2_chol's warps meet its named barrier from different code (both panel forms), and
   # larfb_stripe's phase 3 runs on wgmma (sm_90a) at K = 64.
   timeout 100 compute-sanitizer --tool synccheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 64 \
-    --stripe 2 --layout row --reps 1 300 300 2 1100 40 1 >>"$L" 2>&1
+    --stripe 2 --stripe64 0 --layout row --reps 1 300 300 2 1100 40 1 >>"$L" 2>&1
   note "synccheck (geqr2_chol, larfb_stripe on wgmma): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   if [ $run_race = 1 ]; then
     # Not geqr2_cta (--cta 0, which leaves out geqrf_cta too, checked on its own below):
@@ -118,9 +125,12 @@ if [ $run_san = 1 ]; then
     note "racecheck (blocked, larfb_fused): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
     for lay in row col; do
       timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 64 \
-        --stripe 2 --layout $lay --reps 1 200 200 2 >>"$L" 2>&1
+        --stripe 2 --stripe64 0 --layout $lay --reps 1 200 200 2 >>"$L" 2>&1
       note "racecheck (blocked, larfb_stripe 3xTF32, $lay): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
     done
+    timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 64 \
+      --layout row --reps 1 200 200 2 >>"$L" 2>&1
+    note "racecheck (larfb_stripe64): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 32 \
       --stripe 1 --reps 1 150 150 2 1100 64 1 >>"$L" 2>&1
     note "racecheck (larfb_stripe FP32, cluster panel): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"

@@ -16,6 +16,7 @@
 
 #include "batchqr/check/validate_device.hpp"
 #include "cuda/geqrf_device.hpp"
+#include "cuda/larfb_stripe64.hpp"
 #include "cuda/mma_tf32.cuh"
 #include "cuda/policy.hpp"
 #include "cuda/tensor_map.hpp"
@@ -167,6 +168,34 @@ TEST_F(UpdateKernels, Stripe) {
       expect_accurate(padded(200, 150, 4, layout), one, want, Distribution::band, 1.0);
       expect_accurate(make_geqrf_desc(100, 1000, 3, layout), two, want, Distribution::mixed, 2.0);  // wide
       expect_accurate(make_geqrf_desc(200, 200, 300, layout), one, want, Distribution::dense, 1.0);  // batch > SMs
+    }
+  }
+}
+
+// larfb_stripe64, the outer blocks' updates of 64 reflectors (row-major, sm_90a): square,
+// wide and tall, rows not a multiple of 32 or 64, last stripes narrower than 64, a batch
+// past the SM count, rank-deficient and row-scaled inputs; then the same cases with it off
+// (larfb_stripe), so that both stay covered.
+TEST_F(UpdateKernels, Stripe64) {
+  if (!cuda::larfb_stripe64_available(dev_.cc_major, dev_.cc_minor)) GTEST_SKIP() << "not an sm_90a device and build";
+  struct Case {
+    int m, n, batch;
+    Distribution dist;
+  };
+  const Case cases[] = {{512, 512, 6, Distribution::mixed},  {333, 400, 5, Distribution::dense},
+                        {200, 520, 3, Distribution::mixed},  {480, 300, 4, Distribution::rankdef},
+                        {130, 130, 140, Distribution::dense}, {452, 452, 3, Distribution::rowscale},
+                        {700, 260, 2, Distribution::nearcollinear}};
+  for (int on : {-1, 0}) {
+    PlanHints two;
+    two.outer_nb = 64;
+    two.stripe_update = 2;
+    two.stripe64 = on;
+    two.cta = 0;  // the blocked path (as expect_accurate asks for it)
+    for (const Case& c : cases) {
+      const GeqrfDesc d = make_geqrf_desc(c.m, c.n, c.batch, Layout::row_major);
+      ASSERT_EQ(cuda::make_plan(dev_, d, two).stripe64, on != 0) << c.m << "x" << c.n;
+      expect_accurate(d, two, 3, c.dist, 2.0);
     }
   }
 }

@@ -20,6 +20,7 @@
 #include "cuda/larfb_fused.hpp"
 #include "cuda/larfb_gemm.hpp"
 #include "cuda/larfb_stripe.hpp"
+#include "cuda/larfb_stripe64.hpp"
 #include "cuda/larft_merge.hpp"
 #include "cuda/policy.hpp"
 
@@ -110,6 +111,7 @@ Status GeqrfOperation::initialize(const DeviceInfo& dev) {
   if (st == Status::success) st = raise_smem_limits<32>(dev);
   if (st == Status::success) st = larft_merge_initialize();
   if (st == Status::success) st = larfb_stripe_initialize();
+  if (st == Status::success && larfb_stripe64_available(dev.cc_major, dev.cc_minor)) st = larfb_stripe64_initialize();
   if (st == Status::success) st = geqr2_wcol_initialize(dev);
   if (st == Status::success) st = geqr2_cta_initialize(dev);
   if (st == Status::success) st = geqrf_cta_initialize(dev);
@@ -204,6 +206,10 @@ Status update_columns(const GeqrfPlan& plan, cublasHandle_t blas, cudaStream_t s
                       std::int64_t nbat) {
   const LarfbOperands op{a,  d.ld, d.stride, p.vt, p.vt_stride, p.vt_ld, p.t, p.t_stride, p.t_ld,
                          j0, c0,   static_cast<int>(d.m) - j0,   jb,          nc};
+  if (plan.stripe64 && d.layout == Layout::row_major && larfb_stripe64_can_implement(op, nbat)) {
+    const Status st = launch_larfb_stripe64(op, nbat, plan.stripe64_ctas, stream);
+    if (st != Status::not_supported) return st;  // else a tensor map did not encode: larfb_stripe
+  }
   if (stripe_update_for(plan, op.rows, nc) && larfb_stripe_can_implement(op, nbat))
     return launch_larfb_stripe(d.layout, plan.stripe_math, op, nbat, stream);
   if (plan.fused_update && larfb_fused_can_implement(op, nbat)) return launch_larfb_fused(d.layout, op, nbat, stream);

@@ -894,6 +894,9 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
           }
         }
       }
+      wgmma_pin(ab);
+      wgmma_pin(as);
+      wgmma_pin(d);
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < KS; ++ks) {

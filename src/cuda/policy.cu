@@ -9,6 +9,7 @@
 #include "cuda/geqr2_wcol.hpp"
 #include "cuda/larfb.cuh"
 #include "cuda/larfb_stripe.hpp"
+#include "cuda/larfb_stripe64.hpp"
 #include "cuda/larft_merge.hpp"
 #include "cuda/policy.hpp"
 
@@ -369,6 +370,12 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     // update it takes (32 reflectors, <= 256 rows) larfb_stripe takes too, and faster.
     plan.fused_update = outer == plan.nb && (hints.fused_update >= 0 ? hints.fused_update != 0
                                                                       : !plan.stripe_update && fused_update(dev, m, d.batch));
+    // The outer blocks' updates of 64 reflectors on larfb_stripe64 where it exists (row-major,
+    // sm_90a). Measured: docs/perf-notes.md v29.
+    plan.stripe64 = hints.stripe64 != 0 && plan.stripe_update && plan.stripe_math == StripeMath::tf32x3 &&
+                    outer == 2 * kMergeBlock && d.layout == Layout::row_major &&
+                    larfb_stripe64_available(dev.cc_major, dev.cc_minor);
+    if (plan.stripe64) plan.stripe64_ctas = dev.sm_count;
     plan.t_floats = static_cast<std::size_t>(std::max(outer, kMaxPanelWidth)) * std::max(outer, kMaxPanelWidth);
     plan.vt_floats = static_cast<std::size_t>(m) * outer;
     plan.w_floats = 2 * static_cast<std::size_t>(outer) * n;

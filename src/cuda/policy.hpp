@@ -108,6 +108,10 @@ struct GeqrfPlan {
   bool stripe_update = false;
   StripeMath stripe_math = StripeMath::tf32x3;
   int stripe_wide_rows = 0;
+  // gemm, outer blocks of 64 (row-major, sm_90a): their trailing updates on larfb_stripe64
+  // (larfb_stripe64.hpp) where it takes them.
+  bool stripe64 = false;
+  int stripe64_ctas = 0;  // its persistent grid: one CTA per SM
   PanelHints panel;              // as PlanHints gave them (panel_plan() decides per panel)
   std::int64_t batch_chunk = 1;  // matrices per pass; bounds the workspace
   // Workspace per matrix, in floats:
@@ -131,6 +135,7 @@ struct PlanHints {
   int fused_update = -1;  // 0 / 1: off / on (one-level plans only); -1: the policy's
   int stripe_update = -1;  // 0: off; 1: on, FP32; 2: on, 3xTF32; -1: the policy's
   int stripe_wide = -1;  // wide updates taller than a CTA's stripe: 0 never, 1 always on larfb_stripe; -1: the policy's
+  int stripe64 = -1;     // 0: never larfb_stripe64; -1: the policy's
   PanelHints panel;       // the blocked path's panel kernels
 };
 

@@ -1,5 +1,6 @@
 // Internal: Hopper warpgroup MMA (wgmma.mma_async, sm_90a only) for TF32 products of shape
-// m64n32k8: A (64 x 8) from registers, B (8 x 32) from shared memory, K-major, no swizzle.
+// m64n32k8 and m64n64k8: A (64 x 8) from registers, B (8 x N) from shared memory, K-major,
+// no swizzle or the 128-byte one.
 //
 // BATCHQR_HAVE_WGMMA is 1 in device code compiled for sm_90a (and 0 elsewhere: other
 // architectures, and the host pass), where callers keep their mma.sync form.
@@ -34,6 +35,22 @@ __device__ __forceinline__ std::uint64_t wgmma_desc(const void* start, unsigned 
          (static_cast<std::uint64_t>(lbo_bytes >> 4) << 16) | (static_cast<std::uint64_t>(sbo_bytes >> 4) << 32);
 }
 
+// Pins register operands before a wgmma_fence(): the compiler may otherwise sink their
+// computation past the fence, and ptxas then serializes the wgmma behind an injected
+// warpgroup.arrive (info C7519).
+template <int N, int M>
+__device__ __forceinline__ void wgmma_pin(std::uint32_t (&a)[N][M]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int j = 0; j < M; ++j) asm volatile("" : "+r"(a[i][j])::"memory");
+}
+template <int N>
+__device__ __forceinline__ void wgmma_pin(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
 // Orders this thread's register writes (A, D) before the wgmma that read them.
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -59,6 +76,44 @@ __device__ __forceinline__ void wgmma_m64n32k8_tf32(float (&d)[16], const std::u
       "}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
         "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1)
+      : "memory");
+}
+
+// The same descriptor for a K-major operand in the 128-byte swizzle (the TMA's
+// CU_TENSOR_MAP_SWIZZLE_128B): rows of 128 bytes (32 floats of K), 8-row groups 1024 bytes
+// apart, the tile 1024-byte aligned; a k-step inside the 128 bytes advances `start` by
+// its byte offset (the swizzle is a function of the address).
+__device__ __forceinline__ std::uint64_t wgmma_desc_sw128(const void* start) {
+  return static_cast<std::uint64_t>((smem_address(start) & 0x3ffffu) >> 4) | (std::uint64_t{1} << 16) |
+         (std::uint64_t{1024 >> 4} << 32) | (std::uint64_t{1} << 62);
+}
+
+__device__ __forceinline__ void wgmma_wait_all(float (&d)[32]) {
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                 "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                 "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               :
+               : "memory");
+}
+
+// m64n64k8: D as for m64n32k8 with j = 0..7 (d[4 j + 2 h + e]).
+__device__ __forceinline__ void wgmma_m64n64k8_tf32(float (&d)[32], const std::uint32_t (&a)[4], std::uint64_t desc_b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "{%32, %33, %34, %35}, %36, p, 1, 1;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1)
       : "memory");
 }

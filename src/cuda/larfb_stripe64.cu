@@ -1,0 +1,512 @@
+#include "cuda/larfb_stripe64.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/mbarrier.cuh"
+#include "cuda/mma_tf32.cuh"
+#include "cuda/tensor_map.hpp"
+#include "cuda/tma.cuh"
+#include "cuda/wgmma_tf32.cuh"
+
+namespace batchqr::cuda {
+namespace {
+
+constexpr int TN = 64;      // columns of C per CTA
+constexpr int K = 64;       // reflectors
+constexpr int NT = 256;     // two warpgroups
+constexpr int kChunk = 32;  // rows per TMA box of C and of V
+constexpr int kMaxChunks = kStripe64MaxRows / kChunk;
+constexpr int kSlots = 2;   // phase 1's V chunks in flight per warpgroup
+
+// Shared memory, from a 1024-byte aligned base (the swizzle's period), in bytes:
+constexpr int kCBox = kChunk * 32 * 4;      // C: 32 rows x 32 columns, two per 32-row chunk
+constexpr int kCChunk = 2 * kCBox;
+constexpr int kVBox = kChunk * 32 * 4;      // V as stored: 32 rows x 32 reflectors, two per chunk
+constexpr int kVChunk = 2 * kVBox;
+constexpr int kBPart = K * TN * 4;          // phase 2's T, then phase 3's -W2: big, then small
+constexpr int kOffV = 0;                    // [2 warpgroups][kSlots] V chunks as stored
+constexpr int kOffK = kOffV + 2 * kSlots * kVChunk;  // [2 warpgroups] a V chunk K-major: big, small
+constexpr int kOffB = kOffK + 2 * 2 * kVChunk;
+constexpr int kOffC = kOffB + 2 * kBPart;   // the stripe: [chunk][half] C boxes
+constexpr int kBars = kMaxChunks + 2 * kSlots + 2 * 2;
+
+__host__ __device__ constexpr int stripe_chunks(int rows) { return (rows + 2 * kChunk - 1) / (2 * kChunk) * 2; }
+
+struct Maps {
+  CUtensorMap c;  // the matrices: {columns, rows, batch}, boxes of 32 x 32
+  CUtensorMap v;  // V (row-major, V^T's storage): {64, rows, batch}, boxes of 32 x 32
+};
+
+#if BATCHQR_HAVE_WGMMA
+
+__device__ __forceinline__ void warpgroup_sync(int wg) { asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory"); }
+
+// Byte offset of C(r, c) (r < 32, c < 64) in a chunk: TMA's 128-byte swizzle, 16-byte
+// group (c % 32) / 4 of row r at that group ^ (r % 8).
+__device__ __forceinline__ int c_at(int r, int c) {
+  return (c >> 5) * kCBox + r * 128 + ((((c & 31) >> 2) ^ (r & 7)) << 4) + (c & 3) * 4;
+}
+// Byte offset of V(r, n) (r < 32, n < 64) in a V chunk as stored (two boxes of 32
+// reflectors, swizzled as C's), and in its K-major form for phase 1's B (each reflector's
+// 32 rows in 128 bytes, the same swizzle with the roles swapped).
+__device__ __forceinline__ int v_at(int r, int n) { return (n >> 5) * kVBox + r * 128 + ((((n & 31) >> 2) ^ (r & 7)) << 4) + (n & 3) * 4; }
+__device__ __forceinline__ int vk_at(int r, int n) { return n * 128 + (((r >> 2) ^ (n & 7)) << 4) + (r & 3) * 4; }
+
+// The k order of phases 2 and 3 inside each 8-block: slot s < 4 is reflector 2 s, slot
+// 4 + s reflector 2 s + 1, so that a thread's A fragment is a pair of its accumulators
+// (phase 2) or float2 reads of V (phase 3).
+__device__ __forceinline__ int k_slot(int j) { return (j & ~7) + ((j & 1) ? 4 + ((j & 7) >> 1) : (j & 7) >> 1); }
+// Byte offset of B(k slot, n) in a B part: core matrices of 8 (n) x 4 (k), K-direction
+// cores 128 bytes apart, N-direction 2048 (wgmma_desc(.., 128, 2048), 256 bytes per k-step).
+__device__ __forceinline__ int b_at(int k, int n) { return (n >> 3) * 2048 + (k >> 2) * 128 + (n & 7) * 16 + (k & 3) * 4; }
+
+// Phase 1's rows of W^T (its m index) are the stripe's columns in this order: m = 16 w +
+// 8 a + 4 b + s is column 32 (w / 2) + 4 (4 b + 2 (w % 2) + a) + s, which puts a warp's
+// four rows of C (t) and eight columns (g) of one A register in 32 distinct banks.
+__device__ __forceinline__ int w_col(int m) {
+  const int w = m >> 4, a = (m >> 3) & 1, b = (m >> 2) & 1, s = m & 3;
+  return 32 * (w >> 1) + 4 * (4 * b + 2 * (w & 1) + a) + s;
+}
+
+__device__ __forceinline__ void split4(const float (&x)[4], std::uint32_t (&big)[4], std::uint32_t (&small)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) split_tf32(x[i], big[i], small[i]);
+}
+
+#endif  // BATCHQR_HAVE_WGMMA
+
+// One CTA per SM, looping over the (matrix, stripe) items: while phase 3 of an item runs,
+// the next item's stripe comes in by TMA, each 32-row chunk as soon as phase 3 has taken
+// its rows into the accumulators, and its T into registers, so that the loads overlap the
+// products instead of preceding them.
+__global__ void __launch_bounds__(NT, 1) larfb_stripe64_kernel(const LarfbOperands p, const std::int64_t nitems,
+                                                               const __grid_constant__ Maps maps) {
+#if BATCHQR_HAVE_WGMMA
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  unsigned char* smem = smem_raw + ((1024u - (smem_address(smem_raw) & 1023u)) & 1023u);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2, wr = warp & 3, tw = tid & 127;
+  const int g = lane >> 2, t = lane & 3;
+  const int rows = p.rows, nchunks = (rows + kChunk - 1) / kChunk;
+  const int tiles = (p.ncols + TN - 1) / TN;
+  unsigned char* sV = smem + kOffV + wg * kSlots * kVChunk;  // this warpgroup's
+  unsigned char* sK = smem + kOffK + wg * 2 * kVChunk;       // big, then small
+  unsigned char* sB = smem + kOffB;
+  unsigned char* sC = smem + kOffC;
+  std::uint64_t* cbar = reinterpret_cast<std::uint64_t*>(sC + stripe_chunks(rows) * kCChunk);
+  std::uint64_t* vbar = cbar + kMaxChunks + wg * kSlots;  // phase 1, this warpgroup's slots
+  std::uint64_t* tbar = cbar + kMaxChunks + 2 * kSlots + 2 * wg;  // phase 3, its two tile buffers
+  const bool lead = tw == 0;
+  // This warpgroup's phase-1 chunks per item, and phase-3 tiles.
+  const int n1 = (nchunks - wg + 1) / 2, n3 = ((rows + 63) / 64 - wg + 1) / 2;
+
+  // Phase 3's V tiles (64 rows: two chunks) come in two buffers per warpgroup: pair 0 =
+  // its slots, pair 1 = its sK; warpgroup wg's tile i (rows 64 (wg + 2 i)) in pair
+  // (i + wg) % 2, so that warpgroup 1's first is not its slots, where it parks its W^T for
+  // phase 2.
+  auto pair_chunk = [&](int pair, int half) { return (pair == 0 ? sV : sK) + half * kVChunk; };
+  auto issue_v = [&](unsigned char* dst, int r0, int m32, std::uint64_t* bar) {  // a chunk: two boxes
+    tma_load_3d(dst, &maps.v, 0, r0, m32, bar);
+    tma_load_3d(dst + kVBox, &maps.v, 32, r0, m32, bar);
+  };
+  auto issue_chunk = [&](int c, std::int64_t item) {  // chunk c of the item's stripe, by one thread
+    const int m32 = static_cast<int>(item / tiles), ccol = p.col0 + static_cast<int>(item % tiles) * TN;
+    mbarrier_arrive_expect_tx(cbar + c, kCChunk);
+    tma_load_3d(sC + c * kCChunk, &maps.c, ccol, p.j0 + kChunk * c, m32, cbar + c);
+    tma_load_3d(sC + c * kCChunk + kCBox, &maps.c, ccol + 32, p.j0 + kChunk * c, m32, cbar + c);
+  };
+  // Phase 1's V boxes: this warpgroup's u-th chunk overall sits in slot u % kSlots.
+  auto issue_v1 = [&](int i, std::int64_t item, int u) {  // local chunk i of the item
+    const int c = wg + 2 * i, slot = u % kSlots;
+    mbarrier_arrive_expect_tx(vbar + slot, kVChunk);
+    issue_v(sV + slot * kVChunk, kChunk * c, static_cast<int>(item / tiles), vbar + slot);
+  };
+  // T (row-major, upper triangular) as phase 2's B, split: B(k_slot(i), j) = T(i, j); this
+  // thread's 16 entries i = idx / 64, j = idx % 64 for idx = tid + 256 q.
+  float tv[16];
+  auto load_t = [&](std::int64_t item) {
+    const float* T = p.t + (item / tiles) * p.t_stride;
+#pragma unroll
+    for (int q = 0; q < 16; ++q) {
+      const int idx = tid + NT * q;
+      tv[q] = T[static_cast<std::int64_t>(idx >> 6) * p.t_ld + (idx & 63)];
+    }
+  };
+
+  if (tid == 0) {
+    for (int i = 0; i < kBars; ++i) mbarrier_init(cbar + i, 1);
+    mbarrier_init_fence();
+  }
+  __syncthreads();
+  std::int64_t item = blockIdx.x;
+  if (tid == 0 && item < nitems) {
+    for (int c = 0; c < nchunks; ++c) issue_chunk(c, item);
+  }
+  if (lead && item < nitems)
+    for (int i = 0; i < kSlots && i < n1; ++i) issue_v1(i, item, i);
+  if (item < nitems) load_t(item);
+
+  int vuse = 0;              // this warpgroup's phase-1 chunks so far (slot and parity)
+  int tuse[2] = {0, 0};      // its phase-3 tiles so far per buffer pair
+  for (int it = 0; item < nitems; item += gridDim.x, ++it) {
+    const std::int64_t next = item + gridDim.x;
+    const bool has_next = next < nitems;
+    const std::int64_t mat = item / tiles;
+    const int tile = static_cast<int>(item - mat * tiles);
+    const int cn = min(TN, p.ncols - tile * TN);
+    const int ccol = p.col0 + tile * TN;
+    const unsigned cpar = it & 1;
+
+    __syncthreads();  // the previous item's phase 3 no longer reads sB
+#pragma unroll
+    for (int q = 0; q < 16; ++q) {
+      const int idx = tid + NT * q;
+      std::uint32_t big, small;
+      split_tf32(tv[q], big, small);
+      const int at = b_at(k_slot(idx >> 6), idx & 63);
+      *reinterpret_cast<std::uint32_t*>(sB + at) = big;
+      *reinterpret_cast<std::uint32_t*>(sB + kBPart + at) = small;
+    }
+    fence_proxy_async_shared();  // sB is read by wgmma after the barriers of phase 2
+
+    // --- phase 1: W^T = C^T V, warpgroup wg on the chunks c = wg, wg + 2, ... -------------
+    // This thread's A values: rows t, t + 4 of each 8-row k-step, columns w_col(16 wr + g)
+    // and w_col(16 wr + g + 8) = that + 4.
+    const int col_a = w_col(16 * wr + g);
+    float d[32];
+#pragma unroll
+    for (int e = 0; e < 32; ++e) d[e] = 0.0f;
+#ifdef BATCHQR_S64_OVERLAP
+    const int vuse0 = vuse;
+    auto load_a = [&](int c, std::uint32_t (&ab)[4][4], std::uint32_t (&as)[4][4]) {
+      mbarrier_wait(cbar + c, cpar);
+      const unsigned char* cc = sC + c * kCChunk;
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        const int r = 8 * ks + t;
+        const float x[4] = {*reinterpret_cast<const float*>(cc + c_at(r, col_a)),
+                            *reinterpret_cast<const float*>(cc + c_at(r, col_a + 4)),
+                            *reinterpret_cast<const float*>(cc + c_at(r + 4, col_a)),
+                            *reinterpret_cast<const float*>(cc + c_at(r + 4, col_a + 4))};
+        split4(x, ab[ks], as[ks]);
+      }
+    };
+    auto chunk_v = [&](int i) {
+      const int u = vuse0 + i, slot = u % kSlots;
+      mbarrier_wait(vbar + slot, (u / kSlots) & 1);
+      return static_cast<const unsigned char*>(sV + slot * kVChunk);
+    };
+    auto to_kmajor = [&](const unsigned char* vb) {
+      const int r = tw & 31;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int n0 = 4 * ((tw >> 5) + 4 * j);
+        const float4 x = *reinterpret_cast<const float4*>(vb + v_at(r, n0));
+        const float xs[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float big = __uint_as_float(__float_as_uint(xs[e]) & 0xffffe000u);
+          const int at = vk_at(r, n0 + e);
+          *reinterpret_cast<float*>(sK + at) = big;
+          *reinterpret_cast<float*>(sK + kVChunk + at) = xs[e] - big;
+        }
+      }
+    };
+    auto issue = [&](int i, std::uint32_t (&ab)[4][4], std::uint32_t (&as)[4][4]) {
+      wgmma_pin(ab);
+      wgmma_pin(as);
+      fence_proxy_async_shared();
+      warpgroup_sync(wg);
+      if (lead && i + kSlots < n1) issue_v1(i + kSlots, item, vuse0 + i + kSlots);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        const std::uint64_t bb = wgmma_desc_sw128(sK + 32 * ks), bs = wgmma_desc_sw128(sK + kVChunk + 32 * ks);
+        wgmma_m64n64k8_tf32(d, as[ks], bb);
+        wgmma_m64n64k8_tf32(d, ab[ks], bs);
+        wgmma_m64n64k8_tf32(d, ab[ks], bb);
+      }
+      wgmma_commit();
+    };
+    {
+      std::uint32_t abA[4][4], asA[4][4], abB[4][4], asB[4][4];
+      if (n1 > 0) {
+        load_a(wg, abA, asA);
+        to_kmajor(chunk_v(0));
+        issue(0, abA, asA);
+      }
+      for (int i = 1; i < n1; i += 2) {
+        load_a(wg + 2 * i, abB, asB);
+        const unsigned char* vb = chunk_v(i);
+        wgmma_wait_all(d);
+        wgmma_pin(abA);
+        wgmma_pin(asA);
+        warpgroup_sync(wg);
+        to_kmajor(vb);
+        issue(i, abB, asB);
+        if (i + 1 < n1) {
+          load_a(wg + 2 * i + 2, abA, asA);
+          const unsigned char* vb2 = chunk_v(i + 1);
+          wgmma_wait_all(d);
+          wgmma_pin(abB);
+          wgmma_pin(asB);
+          warpgroup_sync(wg);
+          to_kmajor(vb2);
+          issue(i + 1, abA, asA);
+        }
+      }
+      wgmma_wait_all(d);
+      wgmma_pin(abA);
+      wgmma_pin(asA);
+      wgmma_pin(abB);
+      wgmma_pin(asB);
+      warpgroup_sync(wg);
+    }
+    vuse += n1;
+#else
+    for (int i = 0; i < n1; ++i, ++vuse) {
+      const int c = wg + 2 * i, slot = vuse % kSlots;
+      const unsigned char* vb = sV + slot * kVChunk;
+      mbarrier_wait(cbar + c, cpar);
+      mbarrier_wait(vbar + slot, (vuse / kSlots) & 1);
+      // V's chunk K-major (each reflector's 32 rows in one 128-byte row) and split: big
+      // (its top 19 bits, what the tensor cores read of it) and small. Thread tw moves row
+      // tw % 32's reflectors 4 q .. 4 q + 3, q = tw / 32 + 4 j: its float4 reads and each
+      // warp's stores of one reflector fall in distinct banks.
+      {
+        const int r = tw & 31;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int n0 = 4 * ((tw >> 5) + 4 * j);
+          const float4 x = *reinterpret_cast<const float4*>(vb + v_at(r, n0));
+          const float xs[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float big = __uint_as_float(__float_as_uint(xs[e]) & 0xffffe000u);
+            const int at = vk_at(r, n0 + e);
+            *reinterpret_cast<float*>(sK + at) = big;
+            *reinterpret_cast<float*>(sK + kVChunk + at) = xs[e] - big;
+          }
+        }
+      }
+      std::uint32_t ab[4][4], as[4][4];
+      const unsigned char* cc = sC + c * kCChunk;
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        const int r = 8 * ks + t;
+        const float x[4] = {*reinterpret_cast<const float*>(cc + c_at(r, col_a)),
+                            *reinterpret_cast<const float*>(cc + c_at(r, col_a + 4)),
+                            *reinterpret_cast<const float*>(cc + c_at(r + 4, col_a)),
+                            *reinterpret_cast<const float*>(cc + c_at(r + 4, col_a + 4))};
+        split4(x, ab[ks], as[ks]);
+      }
+      wgmma_pin(ab);
+      wgmma_pin(as);
+      fence_proxy_async_shared();  // the K-major V is read by wgmma
+      warpgroup_sync(wg);          // ... and the slot is read: it takes chunk i + kSlots
+      if (lead && i + kSlots < n1) issue_v1(i + kSlots, item, vuse + kSlots);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        const std::uint64_t bb = wgmma_desc_sw128(sK + 32 * ks), bs = wgmma_desc_sw128(sK + kVChunk + 32 * ks);
+        wgmma_m64n64k8_tf32(d, as[ks], bb);  // small products first, as mma_3xtf32
+        wgmma_m64n64k8_tf32(d, ab[ks], bs);
+        wgmma_m64n64k8_tf32(d, ab[ks], bb);
+      }
+      wgmma_commit();
+      wgmma_wait_all(d);
+      warpgroup_sync(wg);  // every warp's products are done: sK is free
+    }
+#endif
+
+    auto issue_tile = [&](int i) {  // this item's tile i of the warpgroup, by its lead
+      const int r0 = 64 * (wg + 2 * i), pair = (i + wg) & 1;
+      if (lead && i < n3) {
+        mbarrier_arrive_expect_tx(tbar + pair, 2 * kVChunk);
+        issue_v(pair_chunk(pair, 0), r0, static_cast<int>(mat), tbar + pair);
+        issue_v(pair_chunk(pair, 1), r0 + kChunk, static_cast<int>(mat), tbar + pair);
+      }
+    };
+    issue_tile(0);
+    if (wg == 0) issue_tile(1);
+
+    // --- phase 2: W2^T = W^T T on warpgroup 0, after W^T = warpgroup 0's part + 1's -------
+    float* park = reinterpret_cast<float*>(sV);  // warpgroup 1's slots
+    if (wg == 1) {
+#pragma unroll
+      for (int e = 0; e < 32; ++e) park[e * 128 + tw] = d[e];
+      fence_proxy_async_shared();  // TMA refills these slots after warpgroup 0 reads them
+    }
+    __syncthreads();
+    if (wg == 0) {
+      const float* parked = reinterpret_cast<const float*>(smem + kOffV + kSlots * kVChunk);
+#pragma unroll
+      for (int e = 0; e < 32; ++e) d[e] += parked[e * 128 + tw];
+      std::uint32_t ab[8][4], as[8][4];
+#pragma unroll
+      for (int kb = 0; kb < 8; ++kb) {
+        const float x[4] = {d[4 * kb], d[4 * kb + 2], d[4 * kb + 1], d[4 * kb + 3]};
+        split4(x, ab[kb], as[kb]);
+      }
+      float w2[32];
+#pragma unroll
+      for (int e = 0; e < 32; ++e) w2[e] = 0.0f;
+      wgmma_pin(ab);
+      wgmma_pin(as);
+      wgmma_pin(w2);
+      wgmma_fence();
+#pragma unroll
+      for (int kb = 0; kb < 8; ++kb) {
+        const std::uint64_t bb = wgmma_desc(sB + 256 * kb, 128, 2048), bs = wgmma_desc(sB + kBPart + 256 * kb, 128, 2048);
+        wgmma_m64n64k8_tf32(w2, as[kb], bb);
+        wgmma_m64n64k8_tf32(w2, ab[kb], bs);
+        wgmma_m64n64k8_tf32(w2, ab[kb], bb);
+      }
+      wgmma_commit();
+      wgmma_wait_all(w2);
+      warpgroup_sync(0);  // T is read: -W2 goes over it
+      // -W2 as phase 3's B: B(k_slot(j), column) = -W2(j, column), from W2^T(m, j).
+#pragma unroll
+      for (int e = 0; e < 32; ++e) {
+        const int jb = e >> 2, h = (e >> 1) & 1, o = e & 1;
+        const int col = w_col(16 * wr + g + 8 * h), ks = 8 * jb + (o ? 4 + t : t);
+        std::uint32_t big, small;
+        split_tf32(-w2[e], big, small);
+        const int at = b_at(ks, col);
+        *reinterpret_cast<std::uint32_t*>(sB + at) = big;
+        *reinterpret_cast<std::uint32_t*>(sB + kBPart + at) = small;
+      }
+      fence_proxy_async_shared();
+    }
+    __syncthreads();
+    if (wg == 1) issue_tile(1);  // into the parked slots, read above
+    if (has_next) load_t(next);  // lands during phase 3
+
+    // --- phase 3: C -= V W2 on 64-row tiles, warp wr on rows 16 wr + 2 g (+1) ------------
+    // A(m slot g + 8 h, k slot) = V(16 wr + 2 g + h, reflector), reflector 8 kb + 2 t for
+    // slot t and + 1 for slot t + 4: a float2 of each of rows 2 g and 2 g + 1; the
+    // accumulators are C(16 wr + 2 g + h, 8 j + 2 t + e).
+    const int rl = 16 * (wr & 1) + 2 * g;  // this thread's first row in its box
+    float* Cg = p.a + mat * p.stride;
+    for (int i = 0; i < n3; ++i) {
+      const int r0 = 64 * (wg + 2 * i), pair = (i + wg) & 1;
+      const int row = r0 + 16 * wr + 2 * g;  // and row + 1
+      const int c0 = row / kChunk;
+      if (c0 < nchunks) mbarrier_wait(cbar + c0, cpar);  // (landed: for this thread's view of it)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const unsigned char* cc = sC + c0 * kCChunk;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const float2 x = *reinterpret_cast<const float2*>(cc + c_at((row + h) & (kChunk - 1), 8 * j + 2 * t));
+          d[4 * j + 2 * h] = x.x;
+          d[4 * j + 2 * h + 1] = x.y;
+        }
+      }
+      mbarrier_wait(tbar + pair, tuse[pair] & 1);
+      ++tuse[pair];
+      const unsigned char* vb = pair_chunk(pair, wr >> 1);
+      std::uint32_t ab[8][4], as[8][4];
+#pragma unroll
+      for (int kb = 0; kb < 8; ++kb) {
+        const int n = 8 * kb + 2 * t;
+        const float2 x0 = *reinterpret_cast<const float2*>(vb + v_at(rl, n));
+        const float2 x1 = *reinterpret_cast<const float2*>(vb + v_at(rl + 1, n));
+        const float x[4] = {x0.x, x1.x, x0.y, x1.y};
+        split4(x, ab[kb], as[kb]);
+      }
+      warpgroup_sync(wg);  // the tile's stripe rows and V are read
+      if (lead && has_next) {  // the next item's chunks over this tile's
+        for (int c = 2 * (wg + 2 * i); c < 2 * (wg + 2 * i) + 2 && c < nchunks; ++c) issue_chunk(c, next);
+      }
+      issue_tile(i + 2);
+      wgmma_pin(ab);
+      wgmma_pin(as);
+      wgmma_pin(d);
+      wgmma_fence();
+#pragma unroll
+      for (int kb = 0; kb < 8; ++kb) {
+        const std::uint64_t bb = wgmma_desc(sB + 256 * kb, 128, 2048), bs = wgmma_desc(sB + kBPart + 256 * kb, 128, 2048);
+        wgmma_m64n64k8_tf32(d, as[kb], bb);
+        wgmma_m64n64k8_tf32(d, ab[kb], bs);
+        wgmma_m64n64k8_tf32(d, ab[kb], bb);
+      }
+      wgmma_commit();
+      wgmma_wait_all(d);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (row + h >= rows) continue;
+        float* crow = Cg + static_cast<std::int64_t>(p.j0 + row + h) * p.ld + ccol;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int c = 8 * j + 2 * t;
+          if (c + 1 < cn) {
+            *reinterpret_cast<float2*>(crow + c) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+          } else if (c < cn) {
+            crow[c] = d[4 * j + 2 * h];
+          }
+        }
+      }
+    }
+    // Every V buffer of this warpgroup is read (its last tile's barrier above): the next
+    // item's first phase-1 boxes.
+    if (lead && has_next)
+      for (int i = 0; i < kSlots && i < n1; ++i) issue_v1(i, next, vuse + i);
+  }
+#else
+  __trap();  // launched only where larfb_stripe64_available()
+#endif
+}
+
+}  // namespace
+
+bool larfb_stripe64_available(int cc_major, int cc_minor) {
+#ifdef BATCHQR_BUILT_SM90A
+  return cc_major == 9 && cc_minor == 0;
+#else
+  (void)cc_major;
+  (void)cc_minor;
+  return false;
+#endif
+}
+
+std::size_t larfb_stripe64_smem_bytes(int rows) {
+  return 1024 + static_cast<std::size_t>(kOffC) + static_cast<std::size_t>(stripe_chunks(rows)) * kCChunk +
+         kBars * sizeof(std::uint64_t);
+}
+
+bool larfb_stripe64_can_implement(const LarfbOperands& p, std::int64_t batch) {
+  if (p.jb != K || p.rows <= 0 || p.rows > kStripe64MaxRows || p.ncols <= 0 || batch <= 0) return false;
+  if (reinterpret_cast<std::uintptr_t>(p.vt) % 16 != 0 || p.vt_ld % 4 != 0 || p.vt_stride % 4 != 0) return false;
+  if (reinterpret_cast<std::uintptr_t>(p.a) % 16 != 0 || p.ld % 4 != 0 || p.stride % 4 != 0 || p.col0 % 4 != 0)
+    return false;
+  return batch <= INT_MAX / ((p.ncols + TN - 1) / TN);
+}
+
+Status larfb_stripe64_initialize() {
+  BATCHQR_CUDA_TRY(cudaFuncSetAttribute(larfb_stripe64_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(larfb_stripe64_smem_bytes(kStripe64MaxRows))));
+  return Status::success;
+}
+
+Status launch_larfb_stripe64(const LarfbOperands& p, std::int64_t batch, int sm_count, cudaStream_t stream) {
+  if (!larfb_stripe64_can_implement(p, batch)) return Status::not_supported;
+  Maps maps{};
+  const auto b = static_cast<std::uint64_t>(batch);
+  if (!encode_tensor_map_3d(&maps.c, p.a, static_cast<std::uint64_t>(p.col0 + p.ncols),
+                            static_cast<std::uint64_t>(p.j0 + p.rows), b, static_cast<std::uint64_t>(p.ld) * sizeof(float),
+                            static_cast<std::uint64_t>(p.stride) * sizeof(float), 32, kChunk) ||
+      !encode_tensor_map_3d(&maps.v, p.vt, K, static_cast<std::uint64_t>(p.rows), b,
+                            static_cast<std::uint64_t>(p.vt_ld) * sizeof(float),
+                            static_cast<std::uint64_t>(p.vt_stride) * sizeof(float), 32, kChunk))
+    return Status::not_supported;
+  const std::int64_t items = batch * ((p.ncols + TN - 1) / TN);
+  const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>(items, std::max(sm_count, 1)));
+  larfb_stripe64_kernel<<<grid, NT, larfb_stripe64_smem_bytes(p.rows), stream>>>(p, items, maps);
+  BATCHQR_CUDA_TRY(cudaGetLastError());
+  return Status::success;
+}
+
+}  // namespace batchqr::cuda
