@@ -14,7 +14,8 @@
 // 3xTF32 (2), or not (0) (column "fu": 3 stripe 3xTF32, 2 stripe FP32, 1 larfb_fused,
 // 0 cuBLAS, as planned); --stripe-wide: updates wider than an outer block, of more
 // than 1024 rows, all on larfb_stripe (1) or all on cuBLAS (0), not as the policy picks;
-// --stripe64 0: the outer blocks' updates never on larfb_stripe64 (default: the policy's);
+// --stripe64: the outer blocks' updates on larfb_stripe64 wherever it can (1) or never (0)
+// (default: the policy's);
 // --panel-rows: register
 // panels take R rows per warp wherever a compiled shape of that R holds them;
 // --reg-cluster: panels of more than 1024 rows in the registers of a cluster (1) or in
@@ -91,7 +92,7 @@ int main(int argc, char** argv) {
       stripe_wide = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
       i += 2;
     } else if (arg == "--stripe64" && i + 1 < argc) {
-      stripe64 = std::atoi(argv[i + 1]) != 0 ? -1 : 0;
+      stripe64 = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
       i += 2;
     } else if (arg == "--layout" && i + 1 < argc) {
       layout = std::string(argv[i + 1]) == "row" ? Layout::row_major : Layout::col_major;

@@ -13,6 +13,7 @@
 #include "cuda/geqr2_wcol.hpp"
 #include "cuda/larft_merge.hpp"
 #include "cuda/larfb_stripe.hpp"
+#include "cuda/larfb_stripe64.hpp"
 #include "cuda/policy.hpp"
 #include "test_util.hpp"
 
@@ -483,6 +484,38 @@ TEST(CudaPolicy, StripeUpdatesAtEveryBatch) {
   hints.stripe_update = 0;
   EXPECT_FALSE(make_plan(dev, make_geqrf_desc(176, 176, 40), hints).stripe_update);
   EXPECT_TRUE(make_plan(dev, make_geqrf_desc(176, 176, 40), hints).fused_update);  // the previous rule
+}
+
+// larfb_stripe64 for outer blocks of 64 of row-major matrices from kStripe64MinItemsPerSm
+// matrices x 64-column stripes per SM, where the build has its sm_90a code; never
+// column-major, never in FP32 updates; hint 1 forces it, 0 forbids it.
+TEST(CudaPolicy, Stripe64ForManyStripesPerSm) {
+  const DeviceInfo dev = h200();
+  EXPECT_TRUE(stripe64_update(dev, 512, 640));   // 5120 stripes: 39 per SM
+  EXPECT_FALSE(stripe64_update(dev, 300, 300));  // 1500: 11
+  EXPECT_FALSE(stripe64_update(dev, 1024, 60));  // 960: 7
+  EXPECT_TRUE(stripe64_update(dev, 64, kStripe64MinItemsPerSm * 132));
+  EXPECT_FALSE(stripe64_update(dev, 64, kStripe64MinItemsPerSm * 132 - 1));
+  const bool built = larfb_stripe64_available(dev.cc_major, dev.cc_minor);
+  const GeqrfDesc row = make_geqrf_desc(512, 512, 640, Layout::row_major);
+  EXPECT_EQ(make_plan(dev, row).stripe64, built);
+  EXPECT_EQ(make_plan(dev, row).stripe64_ctas, built ? 132 : 0);
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(512, 512, 640, Layout::col_major)).stripe64);
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(300, 300, 300, Layout::row_major)).stripe64);
+  PlanHints hints;
+  hints.cta = 0;
+  hints.outer_nb = 64;  // (the policy's width at 300 columns is 32)
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(300, 300, 300, Layout::row_major), hints).stripe64);
+  hints.stripe64 = 1;
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(300, 300, 300, Layout::row_major), hints).stripe64, built);
+  hints.stripe64 = 0;
+  EXPECT_FALSE(make_plan(dev, row, hints).stripe64);
+  hints.stripe64 = -1;
+  hints.stripe_update = 1;  // FP32 updates: larfb_stripe's FMA form
+  EXPECT_FALSE(make_plan(dev, row, hints).stripe64);
+  DeviceInfo blackwell = dev;
+  blackwell.cc_major = 10;  // no wgmma
+  EXPECT_FALSE(make_plan(blackwell, row).stripe64);
 }
 
 // The row split that larfb_stripe's cluster variant assumes: one CTA up to 1024 rows; then

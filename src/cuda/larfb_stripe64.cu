@@ -178,94 +178,6 @@ __global__ void __launch_bounds__(NT, 1) larfb_stripe64_kernel(const LarfbOperan
     float d[32];
 #pragma unroll
     for (int e = 0; e < 32; ++e) d[e] = 0.0f;
-#ifdef BATCHQR_S64_OVERLAP
-    const int vuse0 = vuse;
-    auto load_a = [&](int c, std::uint32_t (&ab)[4][4], std::uint32_t (&as)[4][4]) {
-      mbarrier_wait(cbar + c, cpar);
-      const unsigned char* cc = sC + c * kCChunk;
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        const int r = 8 * ks + t;
-        const float x[4] = {*reinterpret_cast<const float*>(cc + c_at(r, col_a)),
-                            *reinterpret_cast<const float*>(cc + c_at(r, col_a + 4)),
-                            *reinterpret_cast<const float*>(cc + c_at(r + 4, col_a)),
-                            *reinterpret_cast<const float*>(cc + c_at(r + 4, col_a + 4))};
-        split4(x, ab[ks], as[ks]);
-      }
-    };
-    auto chunk_v = [&](int i) {
-      const int u = vuse0 + i, slot = u % kSlots;
-      mbarrier_wait(vbar + slot, (u / kSlots) & 1);
-      return static_cast<const unsigned char*>(sV + slot * kVChunk);
-    };
-    auto to_kmajor = [&](const unsigned char* vb) {
-      const int r = tw & 31;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int n0 = 4 * ((tw >> 5) + 4 * j);
-        const float4 x = *reinterpret_cast<const float4*>(vb + v_at(r, n0));
-        const float xs[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float big = __uint_as_float(__float_as_uint(xs[e]) & 0xffffe000u);
-          const int at = vk_at(r, n0 + e);
-          *reinterpret_cast<float*>(sK + at) = big;
-          *reinterpret_cast<float*>(sK + kVChunk + at) = xs[e] - big;
-        }
-      }
-    };
-    auto issue = [&](int i, std::uint32_t (&ab)[4][4], std::uint32_t (&as)[4][4]) {
-      wgmma_pin(ab);
-      wgmma_pin(as);
-      fence_proxy_async_shared();
-      warpgroup_sync(wg);
-      if (lead && i + kSlots < n1) issue_v1(i + kSlots, item, vuse0 + i + kSlots);
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        const std::uint64_t bb = wgmma_desc_sw128(sK + 32 * ks), bs = wgmma_desc_sw128(sK + kVChunk + 32 * ks);
-        wgmma_m64n64k8_tf32(d, as[ks], bb);
-        wgmma_m64n64k8_tf32(d, ab[ks], bs);
-        wgmma_m64n64k8_tf32(d, ab[ks], bb);
-      }
-      wgmma_commit();
-    };
-    {
-      std::uint32_t abA[4][4], asA[4][4], abB[4][4], asB[4][4];
-      if (n1 > 0) {
-        load_a(wg, abA, asA);
-        to_kmajor(chunk_v(0));
-        issue(0, abA, asA);
-      }
-      for (int i = 1; i < n1; i += 2) {
-        load_a(wg + 2 * i, abB, asB);
-        const unsigned char* vb = chunk_v(i);
-        wgmma_wait_all(d);
-        wgmma_pin(abA);
-        wgmma_pin(asA);
-        warpgroup_sync(wg);
-        to_kmajor(vb);
-        issue(i, abB, asB);
-        if (i + 1 < n1) {
-          load_a(wg + 2 * i + 2, abA, asA);
-          const unsigned char* vb2 = chunk_v(i + 1);
-          wgmma_wait_all(d);
-          wgmma_pin(abB);
-          wgmma_pin(asB);
-          warpgroup_sync(wg);
-          to_kmajor(vb2);
-          issue(i + 1, abA, asA);
-        }
-      }
-      wgmma_wait_all(d);
-      wgmma_pin(abA);
-      wgmma_pin(asA);
-      wgmma_pin(abB);
-      wgmma_pin(asB);
-      warpgroup_sync(wg);
-    }
-    vuse += n1;
-#else
     for (int i = 0; i < n1; ++i, ++vuse) {
       const int c = wg + 2 * i, slot = vuse % kSlots;
       const unsigned char* vb = sV + slot * kVChunk;
@@ -319,7 +231,6 @@ __global__ void __launch_bounds__(NT, 1) larfb_stripe64_kernel(const LarfbOperan
       wgmma_wait_all(d);
       warpgroup_sync(wg);  // every warp's products are done: sK is free
     }
-#endif
 
     auto issue_tile = [&](int i) {  // this item's tile i of the warpgroup, by its lead
       const int r0 = 64 * (wg + 2 * i), pair = (i + wg) & 1;

@@ -205,6 +205,11 @@ LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int 
   return sp;
 }
 
+bool stripe64_update(const DeviceInfo& dev, int n, std::int64_t batch) {
+  const double items = static_cast<double>(batch) * ((n + 63) / 64);
+  return items >= static_cast<double>(kStripe64MinItemsPerSm) * std::max(dev.sm_count, 1);
+}
+
 int outer_width(const DeviceInfo&, int m, int n, std::int64_t batch) {
   // Measured (docs/perf-notes.md v5, v10, v14; bench/geqrf_outer_sweep --outer 32|64, device
   // time, H200). Outer blocks of 64 columns make the trailing updates K = 64 (faster per
@@ -374,7 +379,8 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     // sm_90a). Measured: docs/perf-notes.md v29.
     plan.stripe64 = hints.stripe64 != 0 && plan.stripe_update && plan.stripe_math == StripeMath::tf32x3 &&
                     outer == 2 * kMergeBlock && d.layout == Layout::row_major &&
-                    larfb_stripe64_available(dev.cc_major, dev.cc_minor);
+                    larfb_stripe64_available(dev.cc_major, dev.cc_minor) &&
+                    (hints.stripe64 == 1 || stripe64_update(dev, n, d.batch));
     if (plan.stripe64) plan.stripe64_ctas = dev.sm_count;
     plan.t_floats = static_cast<std::size_t>(std::max(outer, kMaxPanelWidth)) * std::max(outer, kMaxPanelWidth);
     plan.vt_floats = static_cast<std::size_t>(m) * outer;

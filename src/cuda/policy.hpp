@@ -135,7 +135,7 @@ struct PlanHints {
   int fused_update = -1;  // 0 / 1: off / on (one-level plans only); -1: the policy's
   int stripe_update = -1;  // 0: off; 1: on, FP32; 2: on, 3xTF32; -1: the policy's
   int stripe_wide = -1;  // wide updates taller than a CTA's stripe: 0 never, 1 always on larfb_stripe; -1: the policy's
-  int stripe64 = -1;     // 0: never larfb_stripe64; -1: the policy's
+  int stripe64 = -1;     // 0: never larfb_stripe64; 1: wherever it can; -1: the policy's
   PanelHints panel;       // the blocked path's panel kernels
 };
 
@@ -190,6 +190,15 @@ int outer_width(const DeviceInfo& dev, int m, int n, std::int64_t batch);
 // against 6.94, 16 x 2048^2 8.31 against 9.53, 16 x 1536^2 4.67 against 5.09, 1 x 6000^2
 // 18.1 against 18.8 (the v11 rule: cuBLAS past 4096 rows), but 1 x 8192^2 36.2 against 34.3.
 inline constexpr int kStripeWideMaxRows = 6144;
+// Whether outer blocks of 64 take larfb_stripe64 (row-major, sm_90a, where it can implement
+// the update): from kStripe64MinItemsPerSm items (matrices x 64-column stripes of the
+// whole width) per SM. Measured (docs/perf-notes.md v29, geqrf_outer_sweep --stripe64
+// 0/1, row-major, device time, ms, two rounds): 640 x 512^2 (40 items per SM) 4.60 ->
+// 4.49, but 300 x 300^2 (9) 1.12 -> 1.16, 100 x 640^2 (8) 1.96 -> 2.02, 60 x 1024^2 (7)
+// 3.95 -> 3.98: with few items per SM one CTA per SM hides less latency than
+// larfb_stripe's two.
+inline constexpr int kStripe64MinItemsPerSm = 24;
+bool stripe64_update(const DeviceInfo& dev, int n, std::int64_t batch);
 // Whether the plan sends the update of `ncols` columns of `rows` rows to larfb_stripe
 // (where the kernel can implement it; see GeqrfPlan::stripe_update).
 bool stripe_update_for(const GeqrfPlan& plan, int rows, int ncols);
