@@ -495,10 +495,8 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_kernel(const LarfbOperands
   return v;
 }
 
-// The 128 threads of warpgroup wg meet at barrier 1 + wg (0 is __syncthreads'). The id is
-// a register (with immediate ids in two branches ptxas spilled): ptxas then reserves all 16
-// barriers, which allows 4 CTAs per SM, above the 2 that registers and shared memory allow.
-[[maybe_unused]] __device__ __forceinline__ void warpgroup_barrier(int wg) { asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory"); }
+// warpgroup_barrier (wgmma_tf32.cuh) reserves all 16 barriers, which allows 4 CTAs per SM,
+// above the 2 that registers and shared memory allow.
 
 // Phase 1's V stage: float4 group q of row r (r < 8) sits at q ^ v1_swizzle(r), so that a
 // quarter warp's fragment reads (rows t and t + 4, groups KL/4 g ..) fall in distinct banks.

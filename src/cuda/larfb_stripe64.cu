@@ -42,8 +42,6 @@ struct Maps {
 
 #if BATCHQR_HAVE_WGMMA
 
-__device__ __forceinline__ void warpgroup_sync(int wg) { asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory"); }
-
 // Byte offset of C(r, c) (r < 32, c < 64) in a chunk: TMA's 128-byte swizzle, 16-byte
 // group (c % 32) / 4 of row r at that group ^ (r % 8).
 __device__ __forceinline__ int c_at(int r, int c) {
@@ -74,6 +72,25 @@ __device__ __forceinline__ int w_col(int m) {
 __device__ __forceinline__ void split4(const float (&x)[4], std::uint32_t (&big)[4], std::uint32_t (&small)[4]) {
 #pragma unroll
   for (int i = 0; i < 4; ++i) split_tf32(x[i], big[i], small[i]);
+}
+
+// d += A B over K = 64 (eight k-steps, 3xTF32) with B in a B part pair at sB (big, then
+// small; b_at's layout), issued and waited for.
+__device__ __forceinline__ void product_k64(float (&d)[32], std::uint32_t (&ab)[8][4], std::uint32_t (&as)[8][4],
+                                            const unsigned char* sB) {
+  wgmma_pin(ab);
+  wgmma_pin(as);
+  wgmma_pin(d);
+  wgmma_fence();
+#pragma unroll
+  for (int kb = 0; kb < 8; ++kb) {
+    const std::uint64_t bb = wgmma_desc(sB + 256 * kb, 128, 2048), bs = wgmma_desc(sB + kBPart + 256 * kb, 128, 2048);
+    wgmma_m64n64k8_tf32(d, as[kb], bb);  // small products first, as mma_3xtf32
+    wgmma_m64n64k8_tf32(d, ab[kb], bs);
+    wgmma_m64n64k8_tf32(d, ab[kb], bb);
+  }
+  wgmma_commit();
+  wgmma_wait_all(d);
 }
 
 #endif  // BATCHQR_HAVE_WGMMA
@@ -217,7 +234,7 @@ __global__ void __launch_bounds__(NT, 1) larfb_stripe64_kernel(const LarfbOperan
       wgmma_pin(ab);
       wgmma_pin(as);
       fence_proxy_async_shared();  // the K-major V is read by wgmma
-      warpgroup_sync(wg);          // ... and the slot is read: it takes chunk i + kSlots
+      warpgroup_barrier(wg);          // ... and the slot is read: it takes chunk i + kSlots
       if (lead && i + kSlots < n1) issue_v1(i + kSlots, item, vuse + kSlots);
       wgmma_fence();
 #pragma unroll
@@ -229,7 +246,7 @@ __global__ void __launch_bounds__(NT, 1) larfb_stripe64_kernel(const LarfbOperan
       }
       wgmma_commit();
       wgmma_wait_all(d);
-      warpgroup_sync(wg);  // every warp's products are done: sK is free
+      warpgroup_barrier(wg);  // every warp's products are done: sK is free
     }
 
     auto issue_tile = [&](int i) {  // this item's tile i of the warpgroup, by its lead
@@ -264,20 +281,8 @@ __global__ void __launch_bounds__(NT, 1) larfb_stripe64_kernel(const LarfbOperan
       float w2[32];
 #pragma unroll
       for (int e = 0; e < 32; ++e) w2[e] = 0.0f;
-      wgmma_pin(ab);
-      wgmma_pin(as);
-      wgmma_pin(w2);
-      wgmma_fence();
-#pragma unroll
-      for (int kb = 0; kb < 8; ++kb) {
-        const std::uint64_t bb = wgmma_desc(sB + 256 * kb, 128, 2048), bs = wgmma_desc(sB + kBPart + 256 * kb, 128, 2048);
-        wgmma_m64n64k8_tf32(w2, as[kb], bb);
-        wgmma_m64n64k8_tf32(w2, ab[kb], bs);
-        wgmma_m64n64k8_tf32(w2, ab[kb], bb);
-      }
-      wgmma_commit();
-      wgmma_wait_all(w2);
-      warpgroup_sync(0);  // T is read: -W2 goes over it
+      product_k64(w2, ab, as, sB);
+      warpgroup_barrier(0);  // T is read: -W2 goes over it
       // -W2 as phase 3's B: B(k_slot(j), column) = -W2(j, column), from W2^T(m, j).
 #pragma unroll
       for (int e = 0; e < 32; ++e) {
@@ -328,24 +333,12 @@ __global__ void __launch_bounds__(NT, 1) larfb_stripe64_kernel(const LarfbOperan
         const float x[4] = {x0.x, x1.x, x0.y, x1.y};
         split4(x, ab[kb], as[kb]);
       }
-      warpgroup_sync(wg);  // the tile's stripe rows and V are read
+      warpgroup_barrier(wg);  // the tile's stripe rows and V are read
       if (lead && has_next) {  // the next item's chunks over this tile's
         for (int c = 2 * (wg + 2 * i); c < 2 * (wg + 2 * i) + 2 && c < nchunks; ++c) issue_chunk(c, next);
       }
       issue_tile(i + 2);
-      wgmma_pin(ab);
-      wgmma_pin(as);
-      wgmma_pin(d);
-      wgmma_fence();
-#pragma unroll
-      for (int kb = 0; kb < 8; ++kb) {
-        const std::uint64_t bb = wgmma_desc(sB + 256 * kb, 128, 2048), bs = wgmma_desc(sB + kBPart + 256 * kb, 128, 2048);
-        wgmma_m64n64k8_tf32(d, as[kb], bb);
-        wgmma_m64n64k8_tf32(d, ab[kb], bs);
-        wgmma_m64n64k8_tf32(d, ab[kb], bb);
-      }
-      wgmma_commit();
-      wgmma_wait_all(d);
+      product_k64(d, ab, as, sB);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         if (row + h >= rows) continue;

@@ -26,6 +26,11 @@
 
 namespace batchqr::cuda {
 
+// The 128 threads of warpgroup wg meet at barrier 1 + wg (0 is __syncthreads'). The id is
+// a register (with immediate ids in two branches ptxas spilled in larfb_stripe): ptxas then
+// reserves all 16 barriers.
+__device__ __forceinline__ void warpgroup_barrier(int wg) { asm volatile("bar.sync %0, 128;" ::"r"(1 + wg) : "memory"); }
+
 #if BATCHQR_HAVE_WGMMA
 
 // Shared-memory matrix descriptor: start, leading (K-direction) and stride (N-direction)
