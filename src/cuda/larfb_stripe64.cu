@@ -14,23 +14,26 @@
 namespace batchqr::cuda {
 namespace {
 
-constexpr int TN = 64;      // columns of C per item
+constexpr int TN = 64;      // columns of C per CTA
 constexpr int K = 64;       // reflectors
-constexpr int NT = 128;     // one warpgroup
+constexpr int NT = 256;     // two warpgroups
 constexpr int kChunk = 32;  // rows per TMA box of C and of V
-constexpr int kSlots = 3;   // phase 1's (C, V) chunks in flight
+constexpr int kMaxChunks = kStripe64MaxRows / kChunk;
+constexpr int kSlots = 2;   // phase 1's V chunks in flight per warpgroup
 
 // Shared memory, from a 1024-byte aligned base (the swizzle's period), in bytes:
 constexpr int kCBox = kChunk * 32 * 4;      // C: 32 rows x 32 columns, two per 32-row chunk
 constexpr int kCChunk = 2 * kCBox;
 constexpr int kVBox = kChunk * 32 * 4;      // V as stored: 32 rows x 32 reflectors, two per chunk
 constexpr int kVChunk = 2 * kVBox;
-constexpr int kSlot = kCChunk + kVChunk;    // a ring slot: C's chunk, then V's
 constexpr int kBPart = K * TN * 4;          // phase 2's T, then phase 3's -W2: big, then small
-constexpr int kOffK = kSlots * kSlot;       // phase 1's V chunk K-major (big, small), buffer 0
-constexpr int kOffB = kOffK + 2 * kVChunk;  // phase 2's and 3's B; phase 1's K-major buffer 1
-constexpr int kOffBars = kOffB + 2 * kBPart;
-static_assert(2 * kVChunk <= 2 * kBPart, "the second K-major buffer lives in the B parts");
+constexpr int kOffV = 0;                    // [2 warpgroups][kSlots] V chunks as stored
+constexpr int kOffK = kOffV + 2 * kSlots * kVChunk;  // [2 warpgroups] a V chunk K-major: big, small
+constexpr int kOffB = kOffK + 2 * 2 * kVChunk;
+constexpr int kOffC = kOffB + 2 * kBPart;   // the stripe: [chunk][half] C boxes
+constexpr int kBars = kMaxChunks + 2 * kSlots + 2 * 2;
+
+__host__ __device__ constexpr int stripe_chunks(int rows) { return (rows + 2 * kChunk - 1) / (2 * kChunk) * 2; }
 
 struct Maps {
   CUtensorMap c;  // the matrices: {columns, rows, batch}, boxes of 32 x 32
@@ -90,126 +93,122 @@ __device__ __forceinline__ void product_k64(float (&d)[32], std::uint32_t (&ab)[
   wgmma_wait_all(d);
 }
 
-// Phase 3's operands of one 64-row tile from global memory: this thread's rows `row` and
-// row + 1 (h), the accumulators C(row + h, 8 j + 2 t + e) at c[4 j + 2 h + e] and V's
-// float2 (8 kb + 2 t, + 1) of both rows at v[4 kb ..]; zeros outside the matrix.
-struct TileRegs {
-  float c[32];
-  float v[32];
-};
-__device__ __forceinline__ void load_tile(TileRegs& r, const float* crow0, const float* vrow0, std::int64_t ld, int vt_ld,
-                                          int row, int rows, int cn, int t) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const bool in = row + h < rows;
-    const float* cr = crow0 + static_cast<std::int64_t>(row + h) * ld;
-    const float* vr = vrow0 + static_cast<std::int64_t>(row + h) * vt_ld;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int c = 8 * j + 2 * t;
-      float2 x = make_float2(0.0f, 0.0f);
-      if (in && c + 1 < cn) {
-        x = *reinterpret_cast<const float2*>(cr + c);
-      } else if (in && c < cn) {
-        x.x = cr[c];
-      }
-      r.c[4 * j + 2 * h] = x.x;
-      r.c[4 * j + 2 * h + 1] = x.y;
-      const float2 y = in ? *reinterpret_cast<const float2*>(vr + c) : make_float2(0.0f, 0.0f);
-      r.v[4 * j + h] = y.x;  // a0 / a1: reflector 8 kb + 2 t of rows row, row + 1
-      r.v[4 * j + 2 + h] = y.y;  // a2 / a3: reflector 8 kb + 2 t + 1
-    }
-  }
-}
-
 #endif  // BATCHQR_HAVE_WGMMA
 
-// Persistent CTAs of one warpgroup, two per SM, looping over (matrix, 64-column stripe)
-// items. Phase 1 streams the stripe and V through a ring of kSlots 32-row chunks (TMA; the
-// ring runs on into the next item's chunks during phases 2 and 3); phase 3 reads the stripe
-// and V again from global memory (L2: the wave's stripes were read moments before), one
-// 64-row tile ahead in registers, so that no CTA holds a stripe and two fit an SM.
-__global__ void __launch_bounds__(NT, kStripe64CtasPerSm)
-    larfb_stripe64_kernel(const LarfbOperands p, const std::int64_t nitems, const __grid_constant__ Maps maps) {
+// One CTA per SM, looping over the (matrix, stripe) items: while phase 3 of an item runs,
+// the next item's stripe comes in by TMA, each 32-row chunk as soon as phase 3 has taken
+// its rows into the accumulators, and its T into registers, so that the loads overlap the
+// products instead of preceding them.
+__global__ void __launch_bounds__(NT, 1) larfb_stripe64_kernel(const LarfbOperands p, const std::int64_t nitems,
+                                                               const __grid_constant__ Maps maps) {
 #if BATCHQR_HAVE_WGMMA
   extern __shared__ __align__(16) unsigned char smem_raw[];
   unsigned char* smem = smem_raw + ((1024u - (smem_address(smem_raw) & 1023u)) & 1023u);
-  const int tid = threadIdx.x, lane = tid & 31, wr = tid >> 5;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2, wr = warp & 3, tw = tid & 127;
   const int g = lane >> 2, t = lane & 3;
-  const int rows = p.rows, nchunks = (rows + kChunk - 1) / kChunk, ntiles = (rows + 63) / 64;
+  const int rows = p.rows, nchunks = (rows + kChunk - 1) / kChunk;
   const int tiles = (p.ncols + TN - 1) / TN;
+  unsigned char* sV = smem + kOffV + wg * kSlots * kVChunk;  // this warpgroup's
+  unsigned char* sK = smem + kOffK + wg * 2 * kVChunk;       // big, then small
   unsigned char* sB = smem + kOffB;
-  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(smem + kOffBars);
+  unsigned char* sC = smem + kOffC;
+  std::uint64_t* cbar = reinterpret_cast<std::uint64_t*>(sC + stripe_chunks(rows) * kCChunk);
+  std::uint64_t* vbar = cbar + kMaxChunks + wg * kSlots;  // phase 1, this warpgroup's slots
+  std::uint64_t* tbar = cbar + kMaxChunks + 2 * kSlots + 2 * wg;  // phase 3, its two tile buffers
+  const bool lead = tw == 0;
+  // This warpgroup's phase-1 chunks per item, and phase-3 tiles.
+  const int n1 = (nchunks - wg + 1) / 2, n3 = ((rows + 63) / 64 - wg + 1) / 2;
 
-  // The producer (thread 0): the next (item, chunk) of this CTA's sequence and its slot.
-  std::int64_t p_item = blockIdx.x;
-  int p_chunk = 0, p_slot = 0;
-  auto issue_next = [&]() {
-    if (tid != 0 || p_item >= nitems) return;
-    const int m32 = static_cast<int>(p_item / tiles), ccol = p.col0 + static_cast<int>(p_item % tiles) * TN;
-    unsigned char* s = smem + p_slot * kSlot;
-    std::uint64_t* bar = full + p_slot;
-    mbarrier_arrive_expect_tx(bar, kSlot);
-    tma_load_3d(s, &maps.c, ccol, p.j0 + kChunk * p_chunk, m32, bar);
-    tma_load_3d(s + kCBox, &maps.c, ccol + 32, p.j0 + kChunk * p_chunk, m32, bar);
-    tma_load_3d(s + kCChunk, &maps.v, 0, kChunk * p_chunk, m32, bar);
-    tma_load_3d(s + kCChunk + kVBox, &maps.v, 32, kChunk * p_chunk, m32, bar);
-    if (++p_slot == kSlots) p_slot = 0;
-    if (++p_chunk == nchunks) {
-      p_chunk = 0;
-      p_item += gridDim.x;
+  // Phase 3's V tiles (64 rows: two chunks) come in two buffers per warpgroup: pair 0 =
+  // its slots, pair 1 = its sK; warpgroup wg's tile i (rows 64 (wg + 2 i)) in pair
+  // (i + wg) % 2, so that warpgroup 1's first is not its slots, where it parks its W^T for
+  // phase 2.
+  auto pair_chunk = [&](int pair, int half) { return (pair == 0 ? sV : sK) + half * kVChunk; };
+  auto issue_v = [&](unsigned char* dst, int r0, int m32, std::uint64_t* bar) {  // a chunk: two boxes
+    tma_load_3d(dst, &maps.v, 0, r0, m32, bar);
+    tma_load_3d(dst + kVBox, &maps.v, 32, r0, m32, bar);
+  };
+  auto issue_chunk = [&](int c, std::int64_t item) {  // chunk c of the item's stripe, by one thread
+    const int m32 = static_cast<int>(item / tiles), ccol = p.col0 + static_cast<int>(item % tiles) * TN;
+    mbarrier_arrive_expect_tx(cbar + c, kCChunk);
+    tma_load_3d(sC + c * kCChunk, &maps.c, ccol, p.j0 + kChunk * c, m32, cbar + c);
+    tma_load_3d(sC + c * kCChunk + kCBox, &maps.c, ccol + 32, p.j0 + kChunk * c, m32, cbar + c);
+  };
+  // Phase 1's V boxes: this warpgroup's u-th chunk overall sits in slot u % kSlots.
+  auto issue_v1 = [&](int i, std::int64_t item, int u) {  // local chunk i of the item
+    const int c = wg + 2 * i, slot = u % kSlots;
+    mbarrier_arrive_expect_tx(vbar + slot, kVChunk);
+    issue_v(sV + slot * kVChunk, kChunk * c, static_cast<int>(item / tiles), vbar + slot);
+  };
+  // T (row-major, upper triangular) as phase 2's B, split: B(k_slot(i), j) = T(i, j); this
+  // thread's 16 entries i = idx / 64, j = idx % 64 for idx = tid + 256 q.
+  float tv[16];
+  auto load_t = [&](std::int64_t item) {
+    const float* T = p.t + (item / tiles) * p.t_stride;
+#pragma unroll
+    for (int q = 0; q < 16; ++q) {
+      const int idx = tid + NT * q;
+      tv[q] = T[static_cast<std::int64_t>(idx >> 6) * p.t_ld + (idx & 63)];
     }
   };
 
   if (tid == 0) {
-    for (int i = 0; i < kSlots; ++i) mbarrier_init(full + i, 1);
+    for (int i = 0; i < kBars; ++i) mbarrier_init(cbar + i, 1);
     mbarrier_init_fence();
   }
   __syncthreads();
-  for (int i = 0; i < kSlots; ++i) issue_next();
+  std::int64_t item = blockIdx.x;
+  if (tid == 0 && item < nitems) {
+    for (int c = 0; c < nchunks; ++c) issue_chunk(c, item);
+  }
+  if (lead && item < nitems)
+    for (int i = 0; i < kSlots && i < n1; ++i) issue_v1(i, item, i);
+  if (item < nitems) load_t(item);
 
-  int slot = 0;
-  unsigned phase = 0;  // of the ring's slots, as this CTA consumes them
-  for (std::int64_t item = blockIdx.x; item < nitems; item += gridDim.x) {
+  int vuse = 0;              // this warpgroup's phase-1 chunks so far (slot and parity)
+  int tuse[2] = {0, 0};      // its phase-3 tiles so far per buffer pair
+  for (int it = 0; item < nitems; item += gridDim.x, ++it) {
+    const std::int64_t next = item + gridDim.x;
+    const bool has_next = next < nitems;
     const std::int64_t mat = item / tiles;
     const int tile = static_cast<int>(item - mat * tiles);
     const int cn = min(TN, p.ncols - tile * TN);
     const int ccol = p.col0 + tile * TN;
+    const unsigned cpar = it & 1;
 
-    // T (row-major, upper triangular) for phase 2's B, in flight during phase 1: this
-    // thread's entries (i, j) = (idx / 64, idx % 64) for idx = tid + 128 q.
-    float tv[32];
-    {
-      const float* T = p.t + mat * p.t_stride;
+    __syncthreads();  // the previous item's phase 3 no longer reads sB
 #pragma unroll
-      for (int q = 0; q < 32; ++q) {
-        const int idx = tid + NT * q;
-        tv[q] = T[static_cast<std::int64_t>(idx >> 6) * p.t_ld + (idx & 63)];
-      }
+    for (int q = 0; q < 16; ++q) {
+      const int idx = tid + NT * q;
+      std::uint32_t big, small;
+      split_tf32(tv[q], big, small);
+      const int at = b_at(k_slot(idx >> 6), idx & 63);
+      *reinterpret_cast<std::uint32_t*>(sB + at) = big;
+      *reinterpret_cast<std::uint32_t*>(sB + kBPart + at) = small;
     }
+    fence_proxy_async_shared();  // sB is read by wgmma after the barriers of phase 2
 
-    // --- phase 1: W^T = C^T V over the chunks ---------------------------------------------
+    // --- phase 1: W^T = C^T V, warpgroup wg on the chunks c = wg, wg + 2, ... -------------
     // This thread's A values: rows t, t + 4 of each 8-row k-step, columns w_col(16 wr + g)
-    // and w_col(16 wr + g + 8) = that + 4. The K-major V alternates between two buffers, so
-    // that one barrier per chunk orders both its writes and the previous reads.
+    // and w_col(16 wr + g + 8) = that + 4.
     const int col_a = w_col(16 * wr + g);
     float d[32];
 #pragma unroll
     for (int e = 0; e < 32; ++e) d[e] = 0.0f;
-    for (int c = 0; c < nchunks; ++c) {
-      const unsigned char* cc = smem + slot * kSlot;
-      const unsigned char* vb = cc + kCChunk;
-      unsigned char* sK = smem + ((c & 1) ? kOffB : kOffK);
-      mbarrier_wait(full + slot, phase);
+    for (int i = 0; i < n1; ++i, ++vuse) {
+      const int c = wg + 2 * i, slot = vuse % kSlots;
+      const unsigned char* vb = sV + slot * kVChunk;
+      mbarrier_wait(cbar + c, cpar);
+      mbarrier_wait(vbar + slot, (vuse / kSlots) & 1);
       // V's chunk K-major (each reflector's 32 rows in one 128-byte row) and split: big
-      // (its top 19 bits, what the tensor cores read of it) and small. Thread tid moves row
-      // tid % 32's reflectors 4 q .. 4 q + 3, q = tid / 32 + 4 j: its float4 reads and each
+      // (its top 19 bits, what the tensor cores read of it) and small. Thread tw moves row
+      // tw % 32's reflectors 4 q .. 4 q + 3, q = tw / 32 + 4 j: its float4 reads and each
       // warp's stores of one reflector fall in distinct banks.
       {
-        const int r = tid & 31;
+        const int r = tw & 31;
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const int n0 = 4 * ((tid >> 5) + 4 * j);
+          const int n0 = 4 * ((tw >> 5) + 4 * j);
           const float4 x = *reinterpret_cast<const float4*>(vb + v_at(r, n0));
           const float xs[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
@@ -222,6 +221,7 @@ __global__ void __launch_bounds__(NT, kStripe64CtasPerSm)
         }
       }
       std::uint32_t ab[4][4], as[4][4];
+      const unsigned char* cc = sC + c * kCChunk;
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) {
         const int r = 8 * ks + t;
@@ -233,13 +233,9 @@ __global__ void __launch_bounds__(NT, kStripe64CtasPerSm)
       }
       wgmma_pin(ab);
       wgmma_pin(as);
-      fence_proxy_async_shared();  // the K-major V is read by wgmma, the slot rewritten by TMA
-      __syncthreads();             // ... every thread's part written and read
-      issue_next();                // into the slot just read: the chunk kSlots on
-      if (++slot == kSlots) {
-        slot = 0;
-        phase ^= 1u;
-      }
+      fence_proxy_async_shared();  // the K-major V is read by wgmma
+      warpgroup_barrier(wg);          // ... and the slot is read: it takes chunk i + kSlots
+      if (lead && i + kSlots < n1) issue_v1(i + kSlots, item, vuse + kSlots);
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) {
@@ -250,22 +246,32 @@ __global__ void __launch_bounds__(NT, kStripe64CtasPerSm)
       }
       wgmma_commit();
       wgmma_wait_all(d);
+      warpgroup_barrier(wg);  // every warp's products are done: sK is free
     }
 
-    // --- phase 2: W2^T = W^T T ----------------------------------------------------------
-    __syncthreads();  // every warp's phase-1 products are done: the B parts are free
+    auto issue_tile = [&](int i) {  // this item's tile i of the warpgroup, by its lead
+      const int r0 = 64 * (wg + 2 * i), pair = (i + wg) & 1;
+      if (lead && i < n3) {
+        mbarrier_arrive_expect_tx(tbar + pair, 2 * kVChunk);
+        issue_v(pair_chunk(pair, 0), r0, static_cast<int>(mat), tbar + pair);
+        issue_v(pair_chunk(pair, 1), r0 + kChunk, static_cast<int>(mat), tbar + pair);
+      }
+    };
+    issue_tile(0);
+    if (wg == 0) issue_tile(1);
+
+    // --- phase 2: W2^T = W^T T on warpgroup 0, after W^T = warpgroup 0's part + 1's -------
+    float* park = reinterpret_cast<float*>(sV);  // warpgroup 1's slots
+    if (wg == 1) {
 #pragma unroll
-    for (int q = 0; q < 32; ++q) {
-      const int idx = tid + NT * q;
-      std::uint32_t big, small;
-      split_tf32(tv[q], big, small);
-      const int at = b_at(k_slot(idx >> 6), idx & 63);
-      *reinterpret_cast<std::uint32_t*>(sB + at) = big;
-      *reinterpret_cast<std::uint32_t*>(sB + kBPart + at) = small;
+      for (int e = 0; e < 32; ++e) park[e * 128 + tw] = d[e];
+      fence_proxy_async_shared();  // TMA refills these slots after warpgroup 0 reads them
     }
-    fence_proxy_async_shared();
     __syncthreads();
-    {
+    if (wg == 0) {
+      const float* parked = reinterpret_cast<const float*>(smem + kOffV + kSlots * kVChunk);
+#pragma unroll
+      for (int e = 0; e < 32; ++e) d[e] += parked[e * 128 + tw];
       std::uint32_t ab[8][4], as[8][4];
 #pragma unroll
       for (int kb = 0; kb < 8; ++kb) {
@@ -276,7 +282,7 @@ __global__ void __launch_bounds__(NT, kStripe64CtasPerSm)
 #pragma unroll
       for (int e = 0; e < 32; ++e) w2[e] = 0.0f;
       product_k64(w2, ab, as, sB);
-      __syncthreads();  // T is read: -W2 goes over it
+      warpgroup_barrier(0);  // T is read: -W2 goes over it
       // -W2 as phase 3's B: B(k_slot(j), column) = -W2(j, column), from W2^T(m, j).
 #pragma unroll
       for (int e = 0; e < 32; ++e) {
@@ -288,48 +294,70 @@ __global__ void __launch_bounds__(NT, kStripe64CtasPerSm)
         *reinterpret_cast<std::uint32_t*>(sB + at) = big;
         *reinterpret_cast<std::uint32_t*>(sB + kBPart + at) = small;
       }
+      fence_proxy_async_shared();
     }
-    fence_proxy_async_shared();
     __syncthreads();
+    if (wg == 1) issue_tile(1);  // into the parked slots, read above
+    if (has_next) load_t(next);  // lands during phase 3
 
     // --- phase 3: C -= V W2 on 64-row tiles, warp wr on rows 16 wr + 2 g (+1) ------------
     // A(m slot g + 8 h, k slot) = V(16 wr + 2 g + h, reflector), reflector 8 kb + 2 t for
-    // slot t and + 1 for slot t + 4; the accumulators are C(16 wr + 2 g + h, 8 j + 2 t + e).
-    // The stripe's rows were written by no one since phase 1 read them (items are disjoint).
-    float* crow0 = p.a + mat * p.stride + static_cast<std::int64_t>(p.j0) * p.ld + ccol;
-    const float* vrow0 = p.vt + mat * p.vt_stride;
-    const int rt = 16 * wr + 2 * g;  // this thread's first row in a tile
-    TileRegs next;
-    load_tile(next, crow0, vrow0, p.ld, p.vt_ld, rt, rows, cn, t);
-    for (int i = 0; i < ntiles; ++i) {
-      const int row = 64 * i + rt;
-      float acc[32];
+    // slot t and + 1 for slot t + 4: a float2 of each of rows 2 g and 2 g + 1; the
+    // accumulators are C(16 wr + 2 g + h, 8 j + 2 t + e).
+    const int rl = 16 * (wr & 1) + 2 * g;  // this thread's first row in its box
+    float* Cg = p.a + mat * p.stride;
+    for (int i = 0; i < n3; ++i) {
+      const int r0 = 64 * (wg + 2 * i), pair = (i + wg) & 1;
+      const int row = r0 + 16 * wr + 2 * g;  // and row + 1
+      const int c0 = row / kChunk;
+      if (c0 < nchunks) mbarrier_wait(cbar + c0, cpar);  // (landed: for this thread's view of it)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const unsigned char* cc = sC + c0 * kCChunk;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const float2 x = *reinterpret_cast<const float2*>(cc + c_at((row + h) & (kChunk - 1), 8 * j + 2 * t));
+          d[4 * j + 2 * h] = x.x;
+          d[4 * j + 2 * h + 1] = x.y;
+        }
+      }
+      mbarrier_wait(tbar + pair, tuse[pair] & 1);
+      ++tuse[pair];
+      const unsigned char* vb = pair_chunk(pair, wr >> 1);
       std::uint32_t ab[8][4], as[8][4];
 #pragma unroll
-      for (int e = 0; e < 32; ++e) acc[e] = next.c[e];
-#pragma unroll
       for (int kb = 0; kb < 8; ++kb) {
-        const float x[4] = {next.v[4 * kb], next.v[4 * kb + 1], next.v[4 * kb + 2], next.v[4 * kb + 3]};
+        const int n = 8 * kb + 2 * t;
+        const float2 x0 = *reinterpret_cast<const float2*>(vb + v_at(rl, n));
+        const float2 x1 = *reinterpret_cast<const float2*>(vb + v_at(rl + 1, n));
+        const float x[4] = {x0.x, x1.x, x0.y, x1.y};
         split4(x, ab[kb], as[kb]);
       }
-      if (i + 1 < ntiles) load_tile(next, crow0, vrow0, p.ld, p.vt_ld, row + 64, rows, cn, t);
-      product_k64(acc, ab, as, sB);
+      warpgroup_barrier(wg);  // the tile's stripe rows and V are read
+      if (lead && has_next) {  // the next item's chunks over this tile's
+        for (int c = 2 * (wg + 2 * i); c < 2 * (wg + 2 * i) + 2 && c < nchunks; ++c) issue_chunk(c, next);
+      }
+      issue_tile(i + 2);
+      product_k64(d, ab, as, sB);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         if (row + h >= rows) continue;
-        float* crow = crow0 + static_cast<std::int64_t>(row + h) * p.ld;
+        float* crow = Cg + static_cast<std::int64_t>(p.j0 + row + h) * p.ld + ccol;
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
           const int c = 8 * j + 2 * t;
           if (c + 1 < cn) {
-            *reinterpret_cast<float2*>(crow + c) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+            *reinterpret_cast<float2*>(crow + c) = make_float2(d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
           } else if (c < cn) {
-            crow[c] = acc[4 * j + 2 * h];
+            crow[c] = d[4 * j + 2 * h];
           }
         }
       }
     }
-    __syncthreads();  // phase 3's reads of the B parts are done before the next phase 1 writes a K-major buffer there
+    // Every V buffer of this warpgroup is read (its last tile's barrier above): the next
+    // item's first phase-1 boxes.
+    if (lead && has_next)
+      for (int i = 0; i < kSlots && i < n1; ++i) issue_v1(i, next, vuse + i);
   }
 #else
   __trap();  // launched only where larfb_stripe64_available()
@@ -348,12 +376,13 @@ bool larfb_stripe64_available(int cc_major, int cc_minor) {
 #endif
 }
 
-std::size_t larfb_stripe64_smem_bytes() {
-  return 1024 + static_cast<std::size_t>(kOffBars) + kSlots * sizeof(std::uint64_t);
+std::size_t larfb_stripe64_smem_bytes(int rows) {
+  return 1024 + static_cast<std::size_t>(kOffC) + static_cast<std::size_t>(stripe_chunks(rows)) * kCChunk +
+         kBars * sizeof(std::uint64_t);
 }
 
 bool larfb_stripe64_can_implement(const LarfbOperands& p, std::int64_t batch) {
-  if (p.jb != K || p.rows <= 0 || p.ncols <= 0 || batch <= 0) return false;
+  if (p.jb != K || p.rows <= 0 || p.rows > kStripe64MaxRows || p.ncols <= 0 || batch <= 0) return false;
   if (reinterpret_cast<std::uintptr_t>(p.vt) % 16 != 0 || p.vt_ld % 4 != 0 || p.vt_stride % 4 != 0) return false;
   if (reinterpret_cast<std::uintptr_t>(p.a) % 16 != 0 || p.ld % 4 != 0 || p.stride % 4 != 0 || p.col0 % 4 != 0)
     return false;
@@ -362,11 +391,11 @@ bool larfb_stripe64_can_implement(const LarfbOperands& p, std::int64_t batch) {
 
 Status larfb_stripe64_initialize() {
   BATCHQR_CUDA_TRY(cudaFuncSetAttribute(larfb_stripe64_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(larfb_stripe64_smem_bytes())));
+                                        static_cast<int>(larfb_stripe64_smem_bytes(kStripe64MaxRows))));
   return Status::success;
 }
 
-Status launch_larfb_stripe64(const LarfbOperands& p, std::int64_t batch, int max_ctas, cudaStream_t stream) {
+Status launch_larfb_stripe64(const LarfbOperands& p, std::int64_t batch, int sm_count, cudaStream_t stream) {
   if (!larfb_stripe64_can_implement(p, batch)) return Status::not_supported;
   Maps maps{};
   const auto b = static_cast<std::uint64_t>(batch);
@@ -378,8 +407,8 @@ Status launch_larfb_stripe64(const LarfbOperands& p, std::int64_t batch, int max
                             static_cast<std::uint64_t>(p.vt_stride) * sizeof(float), 32, kChunk))
     return Status::not_supported;
   const std::int64_t items = batch * ((p.ncols + TN - 1) / TN);
-  const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>(items, std::max(max_ctas, 1)));
-  larfb_stripe64_kernel<<<grid, NT, larfb_stripe64_smem_bytes(), stream>>>(p, items, maps);
+  const unsigned grid = static_cast<unsigned>(std::min<std::int64_t>(items, std::max(sm_count, 1)));
+  larfb_stripe64_kernel<<<grid, NT, larfb_stripe64_smem_bytes(p.rows), stream>>>(p, items, maps);
   BATCHQR_CUDA_TRY(cudaGetLastError());
   return Status::success;
 }

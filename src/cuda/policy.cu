@@ -381,7 +381,7 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
                     outer == 2 * kMergeBlock && d.layout == Layout::row_major &&
                     larfb_stripe64_available(dev.cc_major, dev.cc_minor) &&
                     (hints.stripe64 == 1 || stripe64_update(dev, n, d.batch));
-    if (plan.stripe64) plan.stripe64_ctas = kStripe64CtasPerSm * dev.sm_count;
+    if (plan.stripe64) plan.stripe64_ctas = dev.sm_count;
     plan.t_floats = static_cast<std::size_t>(std::max(outer, kMaxPanelWidth)) * std::max(outer, kMaxPanelWidth);
     plan.vt_floats = static_cast<std::size_t>(m) * outer;
     plan.w_floats = 2 * static_cast<std::size_t>(outer) * n;

@@ -111,7 +111,7 @@ struct GeqrfPlan {
   // gemm, outer blocks of 64 (row-major, sm_90a): their trailing updates on larfb_stripe64
   // (larfb_stripe64.hpp) where it takes them.
   bool stripe64 = false;
-  int stripe64_ctas = 0;  // its persistent grid: kStripe64CtasPerSm per SM
+  int stripe64_ctas = 0;  // its persistent grid: one CTA per SM
   PanelHints panel;              // as PlanHints gave them (panel_plan() decides per panel)
   std::int64_t batch_chunk = 1;  // matrices per pass; bounds the workspace
   // Workspace per matrix, in floats:
