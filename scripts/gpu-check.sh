@@ -83,11 +83,12 @@ if [ $run_san = 1 ]; then
   timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 64 \
     --reps 1 2500 130 1 8000 40 1 >>"$L" 2>&1
   note "memcheck (larfb_stripe on clusters): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
-  # larfb_stripe64 (row-major, outer blocks of 64, sm_90a): TMA, mbarriers, named barriers
-  # per warpgroup and wgmma, persistent over items; rows not a multiple of 32 or 64.
+  # larfb_stripe64 (row-major, outer blocks of 64, sm_90a; forced, as the policy keeps it
+  # for large batches): TMA, mbarriers, named barriers per warpgroup and wgmma, persistent
+  # over items; rows not a multiple of 32 or 64.
   for tool in memcheck synccheck; do
     timeout 150 compute-sanitizer --tool $tool --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 64 \
-      --layout row --reps 1 512 512 3 333 400 2 >>"$L" 2>&1
+      --stripe64 1 --layout row --reps 1 512 512 3 333 400 2 >>"$L" 2>&1
     note "$tool (larfb_stripe64): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   done
   # geqr2_cta hands reflectors between warps through mbarriers: synccheck checks their use.
@@ -129,7 +130,7 @@ if [ $run_san = 1 ]; then
       note "racecheck (blocked, larfb_stripe 3xTF32, $lay): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
     done
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 64 \
-      --layout row --reps 1 200 200 2 >>"$L" 2>&1
+      --stripe64 1 --layout row --reps 1 200 200 2 >>"$L" 2>&1
     note "racecheck (larfb_stripe64): rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$L" | tail -1)"
     timeout 150 compute-sanitizer --tool racecheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 32 \
       --stripe 1 --reps 1 150 150 2 1100 64 1 >>"$L" 2>&1
