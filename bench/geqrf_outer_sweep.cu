@@ -4,7 +4,7 @@
 // outer_width() in policy.cu rests on measurements. Not part of the library.
 //
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
-//                     [--stripe-wide 0|1] [--stripe64 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1]
+//                     [--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1]
 //                     [--chol 0|1|2|3] [--chol-rows R] [--cta 0|1|2|3] [--cluster-ctas S]
 //                     [--layout row|col] [m n batch]...
 //                     (default: a built-in list)
@@ -15,7 +15,8 @@
 // 0 cuBLAS, as planned); --stripe-wide: updates wider than an outer block, of more
 // than 1024 rows, all on larfb_stripe (1) or all on cuBLAS (0), not as the policy picks;
 // --stripe64: the outer blocks' updates on larfb_stripe64 wherever it can (1) or never (0)
-// (default: the policy's);
+// (default: the policy's); --merge-ctas: larft_merge_pair's CTAs per matrix (1..8; default:
+// the policy's per outer block);
 // --panel-rows: register
 // panels take R rows per warp wherever a compiled shape of that R holds them;
 // --reg-cluster: panels of more than 1024 rows in the registers of a cluster (1) or in
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
   int stripe = -1;
   int stripe_wide = -1;
   int stripe64 = -1;
+  int merge_ctas = 0;
   int cta = -1;
   int cluster_ctas = 0;
   Layout layout = Layout::col_major;
@@ -90,6 +92,9 @@ int main(int argc, char** argv) {
       i += 2;
     } else if (arg == "--stripe-wide" && i + 1 < argc) {
       stripe_wide = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
+      i += 2;
+    } else if (arg == "--merge-ctas" && i + 1 < argc) {
+      merge_ctas = std::atoi(argv[i + 1]);
       i += 2;
     } else if (arg == "--stripe64" && i + 1 < argc) {
       stripe64 = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
@@ -127,7 +132,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
-                   "[--stripe-wide 0|1] [--stripe64 0|1] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--chol 0|1|2|3] [--chol-rows R] "
+                   "[--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--chol 0|1|2|3] [--chol-rows R] "
                    "[--cta 0|1|2|3] [--cluster-ctas S] "
                    "[--layout row|col] "
                    "[m n batch]...\n");
@@ -183,6 +188,7 @@ int main(int argc, char** argv) {
       hints.stripe_update = stripe;
       hints.stripe_wide = stripe_wide;
       hints.stripe64 = stripe64;
+      hints.merge_ctas = merge_ctas;
       hints.panel = panel;
       hints.cta = cta;
       hints.cluster_ctas = cluster_ctas;

@@ -71,12 +71,12 @@ if [ $run_san = 1 ]; then
   # geqr2_wcol panels (300x640, 777x100; its FP64 reflector in ExtremeScales 600x40, 300x300),
   # cluster panels (2048x64, 3000x4), the global-memory panel (20000x40), wide (4x3000),
   # two-level blocking with its Gram products and larft_merge (TwoLevelBlocking,
-  # TwoLevelPartialBlocks), one-level
+  # TwoLevelPartialBlocks; larft_merge_pair on clusters of 1-8 CTAs: MergePairClusters), one-level
   # updates by larfb_fused and by cuBLAS (EveryKernelPath), every shape of geqr2_cta and of
   # geqrf_cta (CtaKernel), geqrf_cluster on 2-6 CTAs (ClusterKernel).
   # The CLI is not used here: it factors up to 50 inputs per case, too slow under the tool.
   timeout 300 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/tests/batchqr_gpu_tests" \
-    --gtest_filter='*TallAndWide*:*ZeroMatrix*:*NaNStays*:*PaddedStrides*:*ExtremeScales*:*EveryKernelPath/fp32:*TwoLevelBlocking/fp32:*TwoLevelPartialBlocks:*CtaKernel:*ClusterKernel' >>"$L" 2>&1
+    --gtest_filter='*TallAndWide*:*ZeroMatrix*:*NaNStays*:*PaddedStrides*:*ExtremeScales*:*EveryKernelPath/fp32:*TwoLevelBlocking/fp32:*TwoLevelPartialBlocks:*MergePairClusters:*CtaKernel:*ClusterKernel' >>"$L" 2>&1
   note "memcheck (GPU tests: every kernel path): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   # larfb_stripe split over a cluster (2500 rows: 5 CTAs per stripe) and 16-CTA clusters
   # (its next-panel updates at 8000 rows).
@@ -91,6 +91,11 @@ if [ $run_san = 1 ]; then
       --stripe64 1 --layout row --reps 1 512 512 3 333 400 2 >>"$L" 2>&1
     note "$tool (larfb_stripe64): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   done
+  # larft_merge_pair on clusters of 8 CTAs: the CTAs' sums meet through distributed shared
+  # memory between two cluster barriers.
+  timeout 100 compute-sanitizer --tool synccheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 64 \
+    --merge-ctas 8 --reps 1 1100 200 2 300 300 2 >>"$L" 2>&1
+  note "synccheck (larft_merge_pair on clusters): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   # geqr2_cta hands reflectors between warps through mbarriers: synccheck checks their use.
   timeout 100 compute-sanitizer --tool synccheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 1 --outer 32 \
     --layout row --reps 1 176 176 2 90 140 2 >>"$L" 2>&1

@@ -486,6 +486,27 @@ TEST(CudaPolicy, StripeUpdatesAtEveryBatch) {
   EXPECT_TRUE(make_plan(dev, make_geqrf_desc(176, 176, 40), hints).fused_update);  // the previous rule
 }
 
+// larft_merge_pair on a cluster per matrix only where the batch leaves SMs idle: up to 8
+// CTAs, at most the SMs per matrix, each with at least kMergePairMinRows rows; one CTA
+// without cluster launches.
+TEST(CudaPolicy, MergePairClusterForFewMatrices) {
+  DeviceInfo dev = h200();
+  EXPECT_EQ(merge_pair_ctas(dev, 4096, 2), 8);
+  EXPECT_EQ(merge_pair_ctas(dev, 2048, 8), 7);   // (2048 - 32) / 256 rows
+  EXPECT_EQ(merge_pair_ctas(dev, 1024, 60), 2);  // 132 / 60 SMs per matrix
+  EXPECT_EQ(merge_pair_ctas(dev, 512, 640), 1);
+  EXPECT_EQ(merge_pair_ctas(dev, 200, 1), 1);    // too few rows to share
+  EXPECT_EQ(merge_pair_ctas(dev, 4096, 132), 1);
+  EXPECT_EQ(merge_pair_ctas(dev, 4096, 66), 2);
+  PlanHints hints;
+  hints.merge_ctas = 5;
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 1024, 60, Layout::row_major), hints).merge_ctas, 5);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 1024, 60, Layout::row_major)).merge_ctas, 0);
+  dev.cluster_launch = false;
+  EXPECT_EQ(merge_pair_ctas(dev, 4096, 2), 1);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 1024, 60, Layout::row_major), hints).merge_ctas, 1);
+}
+
 // larfb_stripe64 for outer blocks of 64 of row-major matrices from kStripe64MinItemsPerSm
 // matrices x 64-column stripes per SM, where the build has its sm_90a code; never
 // column-major, never in FP32 updates; hint 1 forces it, 0 forbids it.

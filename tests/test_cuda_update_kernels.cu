@@ -12,6 +12,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "batchqr/check/validate_device.hpp"
@@ -341,6 +342,26 @@ TEST_F(UpdateKernels, TwoLevelPartialBlocks) {
       ASSERT_EQ(cuda::make_plan(dev_, d, two).outer_nb, 64);
       expect_accurate(d, two, -1, Distribution::mixed, 2.0);
     }
+}
+
+// larft_merge_pair on clusters of 1-8 CTAs per matrix (and the policy's count): V of 1100,
+// 2100 and 700 rows, and outer blocks whose V has fewer rows than the cluster has passes
+// (300: the last merge's 108 rows leave CTAs without rows), both layouts.
+TEST_F(UpdateKernels, MergePairClusters) {
+  for (int ctas : {0, 1, 2, 3, 8}) {
+    if (ctas > 1 && !dev_.cluster_launch) continue;
+    PlanHints two;
+    two.outer_nb = 64;
+    two.cta = 0;  // the blocked path
+    two.merge_ctas = ctas;
+    for (Layout layout : {Layout::row_major, Layout::col_major}) {
+      for (auto [m, n, batch] : {std::tuple{1100, 200, 2}, {2100, 130, 1}, {700, 260, 3}, {300, 300, 2}}) {
+        const GeqrfDesc d = make_geqrf_desc(m, n, batch, layout);
+        ASSERT_EQ(cuda::make_plan(dev_, d, two).outer_nb, 64);
+        expect_accurate(d, two, -1, Distribution::mixed, 2.0);
+      }
+    }
+  }
 }
 
 TEST_F(UpdateKernels, CholPanel) {

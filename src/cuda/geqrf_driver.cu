@@ -239,10 +239,12 @@ Status outer_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args,
     }
   }
   if (!trailing || JB <= kMaxPanelWidth) return Status::success;
-  if (JB == 2 * kMergeBlock)  // the policy's width: the Gram block inside the merge
-    return launch_larft_merge_pair(LarftMergePairArgs{out.t, out.t_stride, out.vt, out.vt_stride,
-                                                      static_cast<int>(d.m) - J0},
-                                   nbat, stream);
+  if (JB == 2 * kMergeBlock) {  // the policy's width: the Gram block inside the merge
+    const int rows = static_cast<int>(d.m) - J0;
+    const int ctas = plan.merge_ctas > 0 ? plan.merge_ctas : merge_pair_ctas(dev, rows, nbat);
+    return launch_larft_merge_pair(LarftMergePairArgs{out.t, out.t_stride, out.vt, out.vt_stride, rows, ctas}, nbat,
+                                   stream);
+  }
   const std::int64_t s_stride = static_cast<std::int64_t>(plan.s_floats);
   Status st = gram_offdiag(blas, out.vt, out.vt_stride, JB, static_cast<int>(d.m) - J0, s_ws, s_stride, nbat);
   if (st != Status::success) return st;

@@ -2,11 +2,16 @@
 
 #include <climits>
 
+#include <cooperative_groups.h>
+
+#include "cuda/cluster_launch.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/mma_tf32.cuh"
 
 namespace batchqr::cuda {
 namespace {
+
+namespace cg = cooperative_groups;
 
 constexpr int kThreads = 256;
 constexpr int kBlock = kMergeBlock;
@@ -67,6 +72,8 @@ __global__ void __launch_bounds__(kThreads) larft_merge_kernel(const LarftMergeA
 // lane (g, t) loads rows t and t + 4 of a chunk at columns g + 8q, q = 0..7 (q < 4: V1,
 // the A operand; q >= 4: V2, B), 32 bytes per row per quarter warp. The warps' parts are
 // summed in a fixed tree (bitwise reproducible), then the merge as above with c = w = 32.
+// In a cluster of C CTAs (p.ctas), CTA q takes every C-th pass of 64 rows from the q-th;
+// CTA 0 adds the others' sums in rank order (through distributed shared memory) and merges.
 constexpr int kPairRows = 8 * (kThreads / 32);  // rows per pass of the 8 warps
 __global__ void __launch_bounds__(kThreads) larft_merge_pair_kernel(const LarftMergePairArgs p) {
   constexpr int kNb = 2 * kBlock, kLdt = kNb + 1;
@@ -75,15 +82,17 @@ __global__ void __launch_bounds__(kThreads) larft_merge_pair_kernel(const LarftM
   __shared__ float sS[kBlock * (kBlock + 1)];
   __shared__ float sX[kBlock * (kBlock + 1)];
   __shared__ float sY[kBlock * (kBlock + 1)];  // T12, apart from T11: the compiler reads T11's rows in pairs
-  const std::int64_t mat = blockIdx.x;
+  const int ctas = p.ctas;
+  const int rank = static_cast<int>(blockIdx.x % static_cast<unsigned>(ctas));  // the cluster spans x
+  const std::int64_t mat = blockIdx.x / static_cast<unsigned>(ctas);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   float* T = p.t + mat * p.t_stride;
   const float* V = p.vt + mat * p.vt_stride;
 
-  load_diagonal_blocks(T, sT, kNb, kLdt);
+  if (rank == 0) load_diagonal_blocks(T, sT, kNb, kLdt);
 
   float acc[2][4][4] = {};  // [mt][nt]: S(16 mt + g (+8), 8 nt + 2 t (+1))
-  for (int r0 = kBlock + 8 * warp; r0 < p.rows; r0 += kPairRows) {
+  for (int r0 = kBlock + 8 * warp + kPairRows * rank; r0 < p.rows; r0 += kPairRows * ctas) {
     float x[2][8];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -113,23 +122,32 @@ __global__ void __launch_bounds__(kThreads) larft_merge_pair_kernel(const LarftM
 #pragma unroll
     for (int e = 0; e < 32; ++e) sRed[slot][e * 32 + lane] = acc[e >> 4][(e >> 2) & 3][e & 3];
   };
-  auto gather = [&](int slot) {
+  auto gather = [&](const float* slot) {
 #pragma unroll
-    for (int e = 0; e < 32; ++e) acc[e >> 4][(e >> 2) & 3][e & 3] += sRed[slot][e * 32 + lane];
+    for (int e = 0; e < 32; ++e) acc[e >> 4][(e >> 2) & 3][e & 3] += slot[e * 32 + lane];
   };
   // Warps 4-7 onto 0-3, 2-3 onto 0-1, 1 onto 0.
   if (warp >= 4) park(warp - 4);
   __syncthreads();
-  if (warp < 4) gather(warp);
+  if (warp < 4) gather(sRed[warp]);
   __syncthreads();
   if (warp == 2 || warp == 3) park(warp - 2);
   __syncthreads();
-  if (warp < 2) gather(warp);
+  if (warp < 2) gather(sRed[warp]);
   __syncthreads();
   if (warp == 1) park(0);
   __syncthreads();
+  if (warp == 0) gather(sRed[0]);
+  if (ctas > 1) {
+    cg::cluster_group cluster = cg::this_cluster();
+    if (rank != 0 && warp == 0) park(1);  // (free since the tree's fourth barrier)
+    cluster.sync();
+    if (rank == 0 && warp == 0)
+      for (int q = 1; q < ctas; ++q) gather(cluster.map_shared_rank(sRed[1], q));
+    cluster.sync();  // the other CTAs' sums are read: they may exit
+    if (rank != 0) return;
+  }
   if (warp == 0) {
-    gather(0);
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
@@ -170,10 +188,11 @@ Status launch_larft_merge(const LarftMergeArgs& args, std::int64_t batch, cudaSt
 }
 
 Status launch_larft_merge_pair(const LarftMergePairArgs& args, std::int64_t batch, cudaStream_t stream) {
-  if (args.rows < 2 * kBlock || batch > INT_MAX) return Status::not_supported;
+  if (args.rows < 2 * kBlock || args.ctas < 1 || args.ctas > kMergePairMaxCtas || batch > INT_MAX / args.ctas)
+    return Status::not_supported;
   if (batch == 0) return Status::success;
-  larft_merge_pair_kernel<<<static_cast<unsigned>(batch), kThreads, 0, stream>>>(args);
-  BATCHQR_CUDA_TRY(cudaGetLastError());
+  const ClusterLaunch l(dim3(static_cast<unsigned>(batch * args.ctas)), dim3(kThreads), 0, stream, args.ctas);
+  BATCHQR_CUDA_TRY(cudaLaunchKernelEx(&l.cfg, larft_merge_pair_kernel, args));
   return Status::success;
 }
 

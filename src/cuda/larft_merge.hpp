@@ -33,12 +33,18 @@ Status launch_larft_merge(const LarftMergeArgs& args, std::int64_t batch, cudaSt
 
 // The merge of exactly two inner panels (nb = 64), in one launch: S = V(32:, 0:32)^T
 // V(32:, 32:64) on the tensor cores in 3xTF32, then T12 = -T11 S T22; no Gram workspace.
+// With ctas > 1 each matrix takes a thread-block cluster of that many CTAs, each forming S
+// over its share of the rows; the first sums the shares in rank order (bitwise reproducible
+// for a given ctas) and merges. For few matrices, whose one CTA each would leave most SMs
+// idle while it walks thousands of rows (merge_pair_ctas in policy.hpp).
+inline constexpr int kMergePairMaxCtas = 8;
 struct LarftMergePairArgs {
   float* t;                 // as LarftMergeArgs::t, nb = 64
   std::int64_t t_stride;
   const float* vt;          // V of each matrix, rows x 64 row-major (ld 64), vt_stride apart
   std::int64_t vt_stride;
   int rows;                 // rows of V (>= 64)
+  int ctas = 1;             // CTAs per matrix, 1 .. kMergePairMaxCtas (> 1: a cluster; sm_90)
 };
 Status launch_larft_merge_pair(const LarftMergePairArgs& args, std::int64_t batch, cudaStream_t stream);
 

@@ -210,6 +210,13 @@ bool stripe64_update(const DeviceInfo& dev, int n, std::int64_t batch) {
   return items >= static_cast<double>(kStripe64MinItemsPerSm) * std::max(dev.sm_count, 1);
 }
 
+int merge_pair_ctas(const DeviceInfo& dev, int rows, std::int64_t batch) {
+  if (!dev.cluster_launch || batch <= 0) return 1;
+  const std::int64_t per_matrix = std::max<std::int64_t>(dev.sm_count / batch, 1);
+  const int by_rows = std::max(1, (rows - kMergeBlock) / kMergePairMinRows);
+  return static_cast<int>(std::min<std::int64_t>({per_matrix, by_rows, kMergePairMaxCtas}));
+}
+
 int outer_width(const DeviceInfo&, int m, int n, std::int64_t batch) {
   // Measured (docs/perf-notes.md v5, v10, v14; bench/geqrf_outer_sweep --outer 32|64, device
   // time, H200). Outer blocks of 64 columns make the trailing updates K = 64 (faster per
@@ -382,6 +389,7 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
                     larfb_stripe64_available(dev.cc_major, dev.cc_minor) &&
                     (hints.stripe64 == 1 || stripe64_update(dev, n, d.batch));
     if (plan.stripe64) plan.stripe64_ctas = dev.sm_count;
+    plan.merge_ctas = dev.cluster_launch ? std::clamp(hints.merge_ctas, 0, kMergePairMaxCtas) : 1;
     plan.t_floats = static_cast<std::size_t>(std::max(outer, kMaxPanelWidth)) * std::max(outer, kMaxPanelWidth);
     plan.vt_floats = static_cast<std::size_t>(m) * outer;
     plan.w_floats = 2 * static_cast<std::size_t>(outer) * n;

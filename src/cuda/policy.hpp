@@ -112,6 +112,9 @@ struct GeqrfPlan {
   // (larfb_stripe64.hpp) where it takes them.
   bool stripe64 = false;
   int stripe64_ctas = 0;  // its persistent grid: one CTA per SM
+  // gemm, outer blocks of 64: larft_merge_pair's CTAs per matrix; 0: merge_pair_ctas() per
+  // outer block (its rows differ).
+  int merge_ctas = 0;
   PanelHints panel;              // as PlanHints gave them (panel_plan() decides per panel)
   std::int64_t batch_chunk = 1;  // matrices per pass; bounds the workspace
   // Workspace per matrix, in floats:
@@ -136,6 +139,7 @@ struct PlanHints {
   int stripe_update = -1;  // 0: off; 1: on, FP32; 2: on, 3xTF32; -1: the policy's
   int stripe_wide = -1;  // wide updates taller than a CTA's stripe: 0 never, 1 always on larfb_stripe; -1: the policy's
   int stripe64 = -1;     // 0: never larfb_stripe64; 1: wherever it can; -1: the policy's
+  int merge_ctas = 0;    // larft_merge_pair's CTAs per matrix (1..8, where clusters launch); 0: the policy's
   PanelHints panel;       // the blocked path's panel kernels
 };
 
@@ -199,6 +203,12 @@ inline constexpr int kStripeWideMaxRows = 6144;
 // larfb_stripe's two.
 inline constexpr int kStripe64MinItemsPerSm = 24;
 bool stripe64_update(const DeviceInfo& dev, int n, std::int64_t batch);
+// larft_merge_pair's CTAs per matrix (a cluster) for V of `rows` rows: one where the batch
+// fills the SMs; else up to kMergePairMaxCtas, at most the SMs per matrix, each CTA with
+// at least kMergePairMinRows rows. One CTA walks its rows in dependent passes of 64 (25 us
+// at 4096 rows; docs/perf-notes.md v30), while 2 or 8 matrices leave the other SMs idle.
+inline constexpr int kMergePairMinRows = 256;
+int merge_pair_ctas(const DeviceInfo& dev, int rows, std::int64_t batch);
 // Whether the plan sends the update of `ncols` columns of `rows` rows to larfb_stripe
 // (where the kernel can implement it; see GeqrfPlan::stripe_update).
 bool stripe_update_for(const GeqrfPlan& plan, int rows, int ncols);
