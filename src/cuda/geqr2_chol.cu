@@ -331,11 +331,19 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
     cg::cluster_group cluster = cg::this_cluster();
     cluster.sync();
     // Every CTA sums the CTAs' parts in rank order (the upper triangle is all it reads).
-    for (int idx = tid; idx < 32 * 32; idx += kCholThreads) {
-      const int i = idx >> 5, j = idx & 31;
+    // Every remote load of a thread issued before the first add (one round trip, not one
+    // per CTA and entry); the parts past the cluster are +0, which leaves each sum as it is.
+    static_assert(32 * 32 % kCholThreads == 0);
+#pragma unroll
+    for (int it = 0; it < 32 * 32 / kCholThreads; ++it) {
+      const int idx = tid + it * kCholThreads, i = idx >> 5, j = idx & 31;
       if (i > j) continue;
+      double part[kCholMaxCluster];
+#pragma unroll
+      for (int q = 0; q < kCholMaxCluster; ++q) part[q] = q < cs ? cluster.map_shared_rank(s.gp, q)[idx] : 0.0;
       double sum = 0.0;
-      for (int q = 0; q < cs; ++q) sum += cluster.map_shared_rank(s.gp, q)[idx];
+#pragma unroll
+      for (int q = 0; q < kCholMaxCluster; ++q) sum += part[q];
       s.r[idx] = sum;
     }
     // This CTA has read the others' parts: they may leave once they are done (wait at exit).
@@ -466,19 +474,23 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
       for (int bj = 0; bj < 4; ++bj)
         mb[ks][bj] = ks <= 2 * bj + 1 ? s.m[(4 * ks + (lane & 3)) * kSmallLd + 8 * bj + (lane >> 2)] : 0.0;
     const int first = rank == 0 ? 4 : 0;  // rank 0's first 32 rows are written above
-    for (int blk = first + warp; 8 * blk < nloc; blk += kWarps) {
+    // Rows 8 blk + lane / 4 of V, columns 8 bj + 2 (lane % 4) + e: v[bj][e].
+    auto form = [&](int blk, double (&v)[4][2]) {
       double a[8];
 #pragma unroll
       for (int ks = 0; ks < 8; ++ks) a[ks] = pa(8 * blk + (lane >> 2), 4 * ks + (lane & 3));
-      double v[4][2];
 #pragma unroll
       for (int bj = 0; bj < 4; ++bj) {
         v[bj][0] = v[bj][1] = 0.0;
 #pragma unroll
         for (int ks = 0; ks <= 2 * bj + 1; ++ks) dmma(v[bj], a[ks], mb[ks][bj]);
       }
-      const int r = 8 * blk + (lane >> 2);  // this lane's row (in this CTA)
-      if constexpr (!kCluster) {
+    };
+    if constexpr (!kCluster) {
+      for (int blk = first + warp; 8 * blk < nloc; blk += kWarps) {
+        double v[4][2];
+        form(blk, v);
+        const int r = 8 * blk + (lane >> 2);  // this lane's row (in this CTA)
         // Into the panel's place (this warp's rows only, read above); stored below in rows.
         __syncwarp();
 #pragma unroll
@@ -488,17 +500,42 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
             const int col = 8 * bj + 2 * (lane & 3) + e;
             s.af[r * 32 + (col ^ chol_swizzle(r))] = static_cast<float>(v[bj][e]);
           }
-      } else if (r < nloc) {
-        const int rg = rb + r;
+      }
+    } else {
+      // A lane's two adjacent columns in one 8-byte store where rows are 8-byte aligned
+      // (row-major A; V^T is row-major by rows): every 32-byte sector in one write.
+      const bool a8 = L == Layout::row_major && p.ld % 2 == 0 && reinterpret_cast<std::uintptr_t>(&A(0, 0)) % 8 == 0;
+      const bool vt8 = vt != nullptr && p.vt_ld % 2 == 0 && reinterpret_cast<std::uintptr_t>(vt) % 8 == 0;
+      auto store = [&](int blk, const double (&v)[4][2]) {
+        const int rg = rb + 8 * blk + (lane >> 2);
 #pragma unroll
-        for (int bj = 0; bj < 4; ++bj)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int col = 8 * bj + 2 * (lane & 3) + e;
-            const float x = static_cast<float>(v[bj][e]);
-            A(rg, col) = x;
-            if (vt != nullptr) vt[static_cast<std::int64_t>(rg) * p.vt_ld + col] = x;
+        for (int bj = 0; bj < 4; ++bj) {
+          const int col = 8 * bj + 2 * (lane & 3);
+          const float2 x = make_float2(static_cast<float>(v[bj][0]), static_cast<float>(v[bj][1]));
+          if (a8) {
+            *reinterpret_cast<float2*>(&A(rg, col)) = x;
+          } else {
+            A(rg, col) = x.x;
+            A(rg, col + 1) = x.y;
           }
+          if (vt8) {
+            *reinterpret_cast<float2*>(vt + static_cast<std::int64_t>(rg) * p.vt_ld + col) = x;
+          } else if (vt != nullptr) {
+            vt[static_cast<std::int64_t>(rg) * p.vt_ld + col] = x.x;
+            vt[static_cast<std::int64_t>(rg) * p.vt_ld + col + 1] = x.y;
+          }
+        }
+      };
+      // Two blocks per pass: both blocks' products are formed before either's stores (the
+      // compiler may not move shared-memory loads past global stores).
+      for (int blk = first + warp; 8 * blk < nloc; blk += 2 * kWarps) {
+        const int blk2 = blk + kWarps;
+        const bool two = 8 * blk2 < nloc;
+        double v[4][2], v2[4][2];
+        form(blk, v);
+        if (two) form(blk2, v2);
+        if (8 * blk + (lane >> 2) < nloc) store(blk, v);
+        if (two && 8 * blk2 + (lane >> 2) < nloc) store(blk2, v2);
       }
     }
   }
