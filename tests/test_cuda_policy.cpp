@@ -187,14 +187,16 @@ TEST(CudaPolicy, TinyMatricesTakeAWarpSmallOnesAreFusedLargeOnesBlocked) {
 }
 
 // geqrf_cluster: past one CTA's shared memory (up to 416 rows and 512 columns, from 128
-// columns), while the clusters are resident at once: 2 CTAs up to 264 columns at 256 rows,
-// and up to two more while as many clusters of them are resident.
+// columns), and ahead of geqrf_cta from 192 rows (or 176 rows and 192 columns), while the
+// clusters are resident at once: 2 CTAs up to 264 columns at 256 rows, and up to two more
+// while as many clusters of them are resident.
 TEST(CudaPolicy, WholeMatrixOnAClusterPastOneCta) {
   const DeviceInfo dev = h200();
   for (auto [m, n, b, c] : {std::tuple{256, 256, 40, 2}, {300, 300, 40, 2}, {300, 300, 1, 4}, {352, 352, 1, 5},
                             {352, 352, 20, 5}, {352, 352, 23, 4}, {416, 416, 30, 4}, {416, 416, 1, 6},
                             {400, 128, 40, 2}, {130, 300, 40, 2}, {256, 256, 66, 2}, {256, 256, 1, 4},
-                            {200, 400, 20, 5}, {352, 352, 39, 3}}) {
+                            {200, 400, 20, 4}, {352, 352, 39, 3}, {192, 192, 40, 2}, {192, 192, 66, 2},
+                            {200, 200, 1, 4}, {224, 224, 40, 2}, {176, 256, 40, 2}, {200, 130, 40, 2}}) {
     const GeqrfPlan p = make_plan(dev, make_geqrf_desc(m, n, b));
     EXPECT_EQ(p.algorithm, Algorithm::cluster_blocked) << m << " x " << n << " x " << b;
     EXPECT_EQ(p.cluster_blk.ctas, c) << m << " x " << n << " x " << b;
@@ -202,7 +204,8 @@ TEST(CudaPolicy, WholeMatrixOnAClusterPastOneCta) {
   }
   // more clusters than are resident at once, too few columns, too large, or geqrf_cta's
   for (auto [m, n, b] : {std::tuple{256, 256, 67}, {352, 352, 40}, {400, 400, 40}, {300, 100, 2}, {500, 500, 1},
-                         {256, 600, 1}, {176, 176, 40}})
+                         {256, 600, 1}, {176, 176, 40}, {184, 184, 40}, {160, 256, 40}, {192, 192, 67},
+                         {200, 100, 40}})
     EXPECT_NE(make_plan(dev, make_geqrf_desc(m, n, b)).algorithm, Algorithm::cluster_blocked)
         << m << " x " << n << " x " << b;
   PlanHints hints;
@@ -222,14 +225,14 @@ TEST(CudaPolicy, WholeMatrixOnAClusterPastOneCta) {
   EXPECT_EQ(make_plan(old, make_geqrf_desc(300, 300, 40)).algorithm, Algorithm::blocked);
 }
 
-// geqrf_cta: matrices of at most 256 rows (and columns that fit its shared memory) within
-// one wave of one CTA per SM, of 65-192 columns within two, and of 65-128 rows and columns
+// geqrf_cta: matrices of at most 256 rows (and columns that fit its shared memory; from 192
+// rows only past the resident clusters of geqrf_cluster) within one wave of one CTA per SM, of 65-192 columns within two, and of 65-128 rows and columns
 // within four. geqr2_cta: small ones of at most 64 columns ahead of the register kernel;
 // larger batches, rows or columns go blocked (or fused).
 TEST(CudaPolicy, WholeMatrixInOneCtaForFewSmallMatrices) {
   const DeviceInfo dev = h200();  // 132 SMs
-  for (auto [m, n, b] : {std::tuple{176, 176, 40}, {176, 176, 1}, {176, 176, 264}, {100, 100, 132}, {192, 192, 40},
-                         {256, 128, 40}, {250, 70, 5}, {20, 190, 3}, {65, 65, 1}, {224, 224, 132}, {256, 200, 40},
+  for (auto [m, n, b] : {std::tuple{176, 176, 40}, {176, 176, 1}, {176, 176, 264}, {100, 100, 132}, {192, 192, 100},
+                         {256, 128, 100}, {250, 70, 5}, {20, 190, 3}, {65, 65, 1}, {224, 224, 132}, {256, 200, 100},
                          {64, 64, 132}, {200, 64, 40}, {33, 33, 1}, {1, 50, 2}, {50, 1, 2}, {100, 48, 40},
                          {192, 192, 133}, {192, 192, 264}, {80, 80, 500}, {100, 100, 500}, {128, 128, 528},
                          {128, 100, 300}}) {

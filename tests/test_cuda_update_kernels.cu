@@ -282,7 +282,7 @@ TEST_F(UpdateKernels, CtaKernel) {
   }
 }
 
-// geqrf_cluster forced on every compiled shape (256 to 416 rows in 32-row steps) on clusters
+// geqrf_cluster forced on every compiled shape (192 to 416 rows in 32-row steps) on clusters
 // of 2 to 4 CTAs: square, tall, wide (panels that end past m), columns not a multiple of 8
 // (a partial last block), fewer 8-column blocks than would fill a larger cluster, padded
 // strides, both layouts, more clusters than fit at once; rank-deficient matrices and matrices
@@ -294,7 +294,8 @@ TEST_F(UpdateKernels, ClusterKernel) {
   const float scales[] = {1.0f, 1e-30f, 1e30f, 1e-18f, 1e18f};
   const std::vector<std::pair<int, int>> shapes = {{352, 352}, {300, 300}, {416, 200}, {257, 400}, {100, 300},
                                                    {400, 416}, {320, 512}, {288, 130}, {350, 17},  {260, 263},
-                                                   {384, 384}, {416, 416}, {30, 500}};
+                                                   {384, 384}, {416, 416}, {30, 500}, {200, 200}, {177, 256},
+                                                   {224, 140}, {192, 192}};
   for (Layout layout : {Layout::row_major, Layout::col_major}) {
     for (auto [m, n] : shapes) {
       const GeqrfDesc d = make_geqrf_desc(m, n, 5, layout);

@@ -12,7 +12,7 @@ namespace {
 
 // Rows of the compiled shapes, in 32-row steps (the panel warp's registers per column and
 // lane: 8 to 13).
-constexpr int kRows[] = {256, 288, 320, 352, 384, 416};
+constexpr int kRows[] = {192, 224, 256, 288, 320, 352, 384, 416};
 static_assert(kRows[0] == kClusterBlkMinRows && kRows[std::size(kRows) - 1] == kClusterBlkMaxRows);
 
 template <int MR>

@@ -21,7 +21,7 @@ struct ClusterBlkConfig {
   int ctas = 0;
 };
 
-inline constexpr int kClusterBlkMinRows = 256;  // the smallest compiled shape
+inline constexpr int kClusterBlkMinRows = 192;  // the smallest compiled shape
 inline constexpr int kClusterBlkMaxRows = 416;
 inline constexpr int kClusterBlkMaxCols = 512;
 inline constexpr int kClusterBlkMaxCtas = 8;  // the portable cluster size

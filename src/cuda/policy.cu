@@ -289,6 +289,23 @@ ClusterBlkConfig cluster_blocked_geqrf(const DeviceInfo& dev, int m, int n, std:
   return cfg;
 }
 
+bool cluster_ahead_of_cta(int m, int n) {
+  // Measured (docs/perf-notes.md v31; bench/geqrf_outer_sweep --cta 2|3 --outer 32,
+  // row-major, queued device time, ms, geqrf_cta / geqrf_cluster on the policy's CTAs):
+  // 192^2 x1 0.128 / 0.117, x40 0.149 / 0.145, x66 0.148 / 0.145; 200^2 x1 0.151 / 0.135,
+  // x40 0.174 / 0.165, x60 0.175 / 0.165; 224^2 x1 0.177 / 0.147, x40 0.203 / 0.184; 256x200
+  // x1 0.171 / 0.148, x40 0.195 / 0.180; 200x130 x40 0.125 / 0.119; 224x160 x40 0.144 /
+  // 0.138; 192x140 x20 0.096 / 0.095; 180x256 x40 0.158 / 0.132; 176x256 x40 0.156 / 0.130;
+  // level at 176^2 x40 (0.135 / 0.135) and 184^2 x40 (0.140 / 0.140); column-major 200^2 x40
+  // 0.172 / 0.165, 224^2 x40 0.197 / 0.184.
+  return m >= kClusterOverCtaMinRows || (m >= kClusterOverCtaWideMinRows && n >= kClusterOverCtaWideMinCols);
+}
+
+int clamp_cluster_ctas(const DeviceInfo& dev, int m, int n, int ctas) {
+  const int fewest = geqrf_cluster_config(dev, m, n).ctas;
+  return std::max(fewest, std::min(ctas, geqrf_cluster_max_ctas(n)));
+}
+
 bool cta_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
   // Measured (docs/perf-notes.md v15; bench/geqrf_outer_sweep --cta 1|0, row-major, device
   // time, ms, geqr2_cta / the previous choice). Past 64 columns against the blocked path:
@@ -321,6 +338,15 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
   // per-column chain of barriers and cross-warp sums cost ~1 us per column at any shape).
   if (warp_qr_rows(m, n) > 0)
     return one_launch(Algorithm::warp);
+  // geqrf_cluster ahead of geqrf_cta where its split update pays (cluster_ahead_of_cta).
+  if (hints.cta == -1 && cluster_ahead_of_cta(m, n)) {
+    plan.cluster_blk = cluster_blocked_geqrf(dev, m, n, d.batch);
+    if (plan.cluster_blk.rows > 0) {
+      if (hints.cluster_ctas > 0) plan.cluster_blk.ctas = clamp_cluster_ctas(dev, m, n, hints.cluster_ctas);
+      return one_launch(Algorithm::cluster_blocked);
+    }
+    plan.cluster_blk = {};
+  }
   // The whole matrix in one CTA's shared memory, blocked (geqrf_cta): for few matrices.
   if (hints.cta == 2 || hints.cta == -1) {
     plan.cta_blk = geqrf_cta_config(dev, m, n);
@@ -333,10 +359,7 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     plan.cluster_blk = cluster_blocked_geqrf(dev, m, n, d.batch);
     if (plan.cluster_blk.rows == 0 && hints.cta == 3) plan.cluster_blk = geqrf_cluster_config(dev, m, n);
     if (plan.cluster_blk.rows > 0) {
-      if (hints.cluster_ctas > 0) {  // clamped to [the fewest that hold it, the most]
-        const int fewest = geqrf_cluster_config(dev, m, n).ctas;
-        plan.cluster_blk.ctas = std::max(fewest, std::min(hints.cluster_ctas, geqrf_cluster_max_ctas(n)));
-      }
+      if (hints.cluster_ctas > 0) plan.cluster_blk.ctas = clamp_cluster_ctas(dev, m, n, hints.cluster_ctas);
       return one_launch(Algorithm::cluster_blocked);
     }
     plan.cluster_blk = {};

@@ -223,13 +223,22 @@ inline constexpr int kCtaBlkTwoWavesMaxCols = 192;
 inline constexpr int kCtaBlkFourWavesMaxDim = 128;  // bounds rows and columns
 bool cta_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch);
 // The geqrf_cluster configuration the policy picks for an m x n matrix where a compiled shape
-// holds it (and geqrf_cta does not), or none: from kClusterBlkMinCols columns, while the
-// clusters fit in one wave of one CTA per SM. On up to kClusterBlkExtraCtas more CTAs than
+// holds it, or none: from kClusterBlkMinCols columns, while the clusters fit in one wave of
+// one CTA per SM. On up to kClusterBlkExtraCtas more CTAs than
 // the fewest that hold the matrix, as many as stay resident at once: each CTA's share of the
 // trailing update, which bounds the first half of the panels, shrinks.
 inline constexpr int kClusterBlkMinCols = 128;
 inline constexpr int kClusterBlkExtraCtas = 2;
 ClusterBlkConfig cluster_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch);
+// Whether geqrf_cluster (where cluster_blocked_geqrf takes the matrix) goes ahead of geqrf_cta
+// for a matrix that both hold: from 192 rows, or from 176 rows with at least 192 columns.
+// Below that both kernels are bound by the same panel chain (176^2, 184^2 level).
+inline constexpr int kClusterOverCtaMinRows = 192;
+inline constexpr int kClusterOverCtaWideMinRows = 176;
+inline constexpr int kClusterOverCtaWideMinCols = 192;
+bool cluster_ahead_of_cta(int m, int n);
+// A hint's geqrf_cluster CTA count, clamped to [the fewest that hold the matrix, the most].
+int clamp_cluster_ctas(const DeviceInfo& dev, int m, int n, int ctas);
 // Whether the policy factors an m x n matrix with geqr2_cta where a compiled shape holds
 // it (and geqrf_cta does not take it): past 64 columns while the batch fits in two waves (one CTA per SM); at most 64
 // columns, where the register kernel is the alternative, for m <= 64 within two waves and
