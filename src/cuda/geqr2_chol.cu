@@ -128,11 +128,16 @@ constexpr int kOneCtaSmall = 5;
 // stay whole.
 __host__ __device__ constexpr int chol_swizzle(int r) { return ((r & 3) << 3) ^ (((r >> 2) & 1) << 2); }
 
-// One-CTA form: whether every 16-byte group of a row-major panel's rows is aligned (then the
-// panel moves in float4 groups).
-template <Layout L>
-__device__ __forceinline__ bool rows_by16(const MatrixView<L>& A, std::int64_t ld) {
-  return L == Layout::row_major && ld % 4 == 0 && reinterpret_cast<std::uintptr_t>(&A(0, 0)) % 16 == 0;
+// Whether every row of a row-major float array (ld floats apart, from x) starts on a kBytes
+// boundary, so that its kBytes groups move whole (float2, float4).
+template <int kBytes>
+__device__ __forceinline__ bool rows_aligned(const float* x, std::int64_t ld) {
+  return ld % (kBytes / 4) == 0 && reinterpret_cast<std::uintptr_t>(x) % kBytes == 0;
+}
+// The same for the panel's rows (false for a column-major panel).
+template <int kBytes, Layout L>
+__device__ __forceinline__ bool rows_by(const MatrixView<L>& A, std::int64_t ld) {
+  return L == Layout::row_major && rows_aligned<kBytes>(&A(0, 0), ld);
 }
 
 __device__ __forceinline__ CholSmem carve_one_cta(unsigned char* raw, int rc) {
@@ -213,7 +218,7 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
   if constexpr (!kCluster) {
     // Row-major rows in 16-byte groups where every group is aligned (the swizzle moves
     // whole groups).
-    const bool by16 = rows_by16(A, p.ld);
+    const bool by16 = rows_by<16>(A, p.ld);
     if (by16) {
       for (int idx = tid; idx < rc * 8; idx += kCholThreads) {
         const int r = idx >> 3, c = 4 * (idx & 7);
@@ -504,8 +509,8 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
     } else {
       // A lane's two adjacent columns in one 8-byte store where rows are 8-byte aligned
       // (row-major A; V^T is row-major by rows): every 32-byte sector in one write.
-      const bool a8 = L == Layout::row_major && p.ld % 2 == 0 && reinterpret_cast<std::uintptr_t>(&A(0, 0)) % 8 == 0;
-      const bool vt8 = vt != nullptr && p.vt_ld % 2 == 0 && reinterpret_cast<std::uintptr_t>(vt) % 8 == 0;
+      const bool a8 = rows_by<8>(A, p.ld);
+      const bool vt8 = vt != nullptr && rows_aligned<8>(vt, p.vt_ld);
       auto store = [&](int blk, const double (&v)[4][2]) {
         const int rg = rb + 8 * blk + (lane >> 2);
 #pragma unroll
@@ -547,8 +552,8 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
     auto group = [&](int r, int c) {
       return *reinterpret_cast<const float4*>(s.af + r * 32 + (c ^ chol_swizzle(r)));
     };
-    const bool vt16 = vt != nullptr && p.vt_ld % 4 == 0 && reinterpret_cast<std::uintptr_t>(vt) % 16 == 0;
-    if (rows_by16(A, p.ld)) {
+    const bool vt16 = vt != nullptr && rows_aligned<16>(vt, p.vt_ld);
+    if (rows_by<16>(A, p.ld)) {
       for (int idx = tid; idx < nv * 8; idx += kCholThreads) {
         const int r = 32 + (idx >> 3), c = 4 * (idx & 7);
         const float4 x = group(r, c);

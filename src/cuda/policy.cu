@@ -301,11 +301,6 @@ bool cluster_ahead_of_cta(int m, int n) {
   return m >= kClusterOverCtaMinRows || (m >= kClusterOverCtaWideMinRows && n >= kClusterOverCtaWideMinCols);
 }
 
-int clamp_cluster_ctas(const DeviceInfo& dev, int m, int n, int ctas) {
-  const int fewest = geqrf_cluster_config(dev, m, n).ctas;
-  return std::max(fewest, std::min(ctas, geqrf_cluster_max_ctas(n)));
-}
-
 bool cta_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
   // Measured (docs/perf-notes.md v15; bench/geqrf_outer_sweep --cta 1|0, row-major, device
   // time, ms, geqr2_cta / the previous choice). Past 64 columns against the blocked path:
@@ -338,14 +333,18 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
   // per-column chain of barriers and cross-warp sums cost ~1 us per column at any shape).
   if (warp_qr_rows(m, n) > 0)
     return one_launch(Algorithm::warp);
+  // A geqrf_cluster launch of cfg; a hint's CTA count clamped to [the fewest that hold the
+  // matrix, the most].
+  auto on_cluster = [&](ClusterBlkConfig cfg) {
+    if (hints.cluster_ctas > 0)
+      cfg.ctas = std::max(geqrf_cluster_config(dev, m, n).ctas, std::min(hints.cluster_ctas, geqrf_cluster_max_ctas(n)));
+    plan.cluster_blk = cfg;
+    return one_launch(Algorithm::cluster_blocked);
+  };
   // geqrf_cluster ahead of geqrf_cta where its split update pays (cluster_ahead_of_cta).
   if (hints.cta == -1 && cluster_ahead_of_cta(m, n)) {
-    plan.cluster_blk = cluster_blocked_geqrf(dev, m, n, d.batch);
-    if (plan.cluster_blk.rows > 0) {
-      if (hints.cluster_ctas > 0) plan.cluster_blk.ctas = clamp_cluster_ctas(dev, m, n, hints.cluster_ctas);
-      return one_launch(Algorithm::cluster_blocked);
-    }
-    plan.cluster_blk = {};
+    const ClusterBlkConfig cfg = cluster_blocked_geqrf(dev, m, n, d.batch);
+    if (cfg.rows > 0) return on_cluster(cfg);
   }
   // The whole matrix in one CTA's shared memory, blocked (geqrf_cta): for few matrices.
   if (hints.cta == 2 || hints.cta == -1) {
@@ -356,13 +355,9 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
   }
   // Past one CTA's shared memory, the same on a cluster (geqrf_cluster): for few matrices.
   if (hints.cta == 3 || hints.cta == -1) {
-    plan.cluster_blk = cluster_blocked_geqrf(dev, m, n, d.batch);
-    if (plan.cluster_blk.rows == 0 && hints.cta == 3) plan.cluster_blk = geqrf_cluster_config(dev, m, n);
-    if (plan.cluster_blk.rows > 0) {
-      if (hints.cluster_ctas > 0) plan.cluster_blk.ctas = clamp_cluster_ctas(dev, m, n, hints.cluster_ctas);
-      return one_launch(Algorithm::cluster_blocked);
-    }
-    plan.cluster_blk = {};
+    ClusterBlkConfig cfg = cluster_blocked_geqrf(dev, m, n, d.batch);
+    if (cfg.rows == 0 && hints.cta == 3) cfg = geqrf_cluster_config(dev, m, n);
+    if (cfg.rows > 0) return on_cluster(cfg);
   }
   // The whole matrix in one CTA's registers, warps owning columns (geqr2_cta): ahead of the
   // register kernel below.

@@ -237,8 +237,6 @@ inline constexpr int kClusterOverCtaMinRows = 192;
 inline constexpr int kClusterOverCtaWideMinRows = 176;
 inline constexpr int kClusterOverCtaWideMinCols = 192;
 bool cluster_ahead_of_cta(int m, int n);
-// A hint's geqrf_cluster CTA count, clamped to [the fewest that hold the matrix, the most].
-int clamp_cluster_ctas(const DeviceInfo& dev, int m, int n, int ctas);
 // Whether the policy factors an m x n matrix with geqr2_cta where a compiled shape holds
 // it (and geqrf_cta does not take it): past 64 columns while the batch fits in two waves (one CTA per SM); at most 64
 // columns, where the register kernel is the alternative, for m <= 64 within two waves and
