@@ -65,12 +65,13 @@ __host__ __device__ constexpr int round_up2(int x) { return (x + 1) & ~1; }
 // compact-WY form from tau and the upper part of the Gram matrix G = V^T V
 // (G[l][j] at sG[l * kGramLd + j]):  T[i][j] = -tau_j sum_{i <= l < j} T[i][l] G[l][j],
 // T[j][j] = tau_j. Then, if t_out is set, stores the 32 x 32 tile of matrix `mat` row-major
-// (zeros past nrefl) at t_out + mat * t_stride, rows t_ld apart.
+// (zeros past nrefl) at t_out + mat * t_stride, rows t_ld apart, through sG (G is dead by
+// then): a lane's row in place of G's, so that every store is one coalesced row.
 //
 // Right-looking: once T[i][l] is final it is added into the sums of every later column, so
 // the dependent chain per column is one FMA and one multiply rather than a dot of length j
 // (the sums keep the order l = 0, 1, ...: the same bits as the left-looking loop).
-__device__ __forceinline__ void larft_warp(const float* sG, const float* sTau, int nrefl, int lane, float* t_out,
+__device__ __forceinline__ void larft_warp(float* sG, const float* sTau, int nrefl, int lane, float* t_out,
                                            std::int64_t t_stride, int t_ld, std::int64_t mat) {
   float trow[kMaxPanelWidth];  // trow[j]: the running sum of column j, then T[lane][j]
 #pragma unroll
@@ -91,11 +92,13 @@ __device__ __forceinline__ void larft_warp(const float* sG, const float* sTau, i
   if (t_out != nullptr) {
     // A 32 x 32 tile (t_ld == 32) is stored whole; a block of a wider T only where it lies.
     const int extent = t_ld == kMaxPanelWidth ? kMaxPanelWidth : nrefl;
-    float* T = t_out + mat * t_stride + static_cast<std::int64_t>(lane) * t_ld;
-    if (lane < extent)
+    __syncwarp();  // every lane has read G
 #pragma unroll
-      for (int l = 0; l < kMaxPanelWidth; ++l)
-        if (l < extent) T[l] = trow[l];
+    for (int l = 0; l < kMaxPanelWidth; ++l) sG[lane * kGramLd + l] = trow[l];  // odd stride: no bank conflicts
+    __syncwarp();
+    float* T = t_out + mat * t_stride + lane;
+    if (lane < extent)
+      for (int r = 0; r < extent; ++r) T[static_cast<std::int64_t>(r) * t_ld] = sG[r * kGramLd + lane];
   }
 }
 

@@ -417,9 +417,7 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
     }
   }
 
-  // --- larft: T from G and tau (warp 0) -----------------------------------------------------
-  __syncthreads();
-  if (want_t && warp == 0 && rank == 0) larft_warp(sG, sTau, p.nrefl, lane, p.t_out, p.t_stride, p.t_ld, mat);
+  __syncthreads();  // G and tau complete
 
   // --- write back: factors, tau, V^T --------------------------------------------------------
   // The base pointer is laundered so that the compiler recomputes the element addresses
@@ -447,6 +445,9 @@ __global__ void __launch_bounds__(32 * MaxW, (CT == 1 && MaxW == 16) ? 2 : 1) ge
   }
   if (rank == 0)
     for (int j = threadIdx.x; j < p.nrefl; j += blockDim.x) p.tau[mat * p.tau_stride + p.j0 + j] = sTau[j];
+  // --- larft: T from G and tau (warp 0), after the write-back: the panel's registers are
+  // free by then, so that larft's 32 running sums do not spill.
+  if (want_t && warp == 0 && rank == 0) larft_warp(sG, sTau, p.nrefl, lane, p.t_out, p.t_stride, p.t_ld, mat);
   // No CTA may leave while another still reads its shared memory.
   if constexpr (kCluster) cooperative_groups::this_cluster().sync();
 }
