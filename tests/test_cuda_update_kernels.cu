@@ -343,6 +343,18 @@ TEST_F(UpdateKernels, TwoLevelPartialBlocks) {
       ASSERT_EQ(cuda::make_plan(dev_, d, two).outer_nb, 64);
       expect_accurate(d, two, -1, Distribution::mixed, 2.0);
     }
+  // Outer blocks of 96 and 128 columns (tuning hints only): larft_merge's block columns of 64
+  // and 96 rows, and a partial last block (600 = 4 x 128 + 88, 6 x 96 + 24).
+  for (int width : {96, 128}) {
+    PlanHints wide;
+    wide.outer_nb = width;
+    for (Layout layout : {Layout::row_major, Layout::col_major})
+      for (auto [m, n] : {std::pair{600, 600}, {700, 300}}) {
+        const GeqrfDesc d = make_geqrf_desc(m, n, 5, layout);
+        ASSERT_EQ(cuda::make_plan(dev_, d, wide).outer_nb, width);
+        expect_accurate(d, wide, -1, Distribution::mixed, 2.0);
+      }
+  }
 }
 
 // larft_merge_pair on clusters of 1-8 CTAs per matrix (and the policy's count): V of 1100,

@@ -18,18 +18,54 @@ constexpr int kBlock = kMergeBlock;
 
 // T's diagonal blocks (nb x nb, row-major) into sT (ld ldt), zeros elsewhere.
 __device__ __forceinline__ void load_diagonal_blocks(const float* T, float* sT, int nb, int ldt) {
+  // Every entry is loaded (no branch around the load), so that the loads issue together.
   for (int idx = threadIdx.x; idx < nb * nb; idx += kThreads) {
     const int i = idx / nb, j = idx % nb;
-    sT[i * ldt + j] = i / kBlock == j / kBlock ? T[idx] : 0.0f;
+    const float x = T[idx];
+    sT[i * ldt + j] = i / kBlock == j / kBlock ? x : 0.0f;
   }
 }
 
 // Block column c (width w) of the merge: X(0:c, 0:w) = S(0:c, c-32 : c-32+w) T(c:c+w, c:c+w)
 // into sX (ld ldx), a CTA barrier, then out(i, j, T(i, c + j)) for T(0:c, c:c+w) = -T(0:c, 0:c)
 // X. Both blocks of T are upper triangular; s(i, l) = S(i, c - 32 + l).
+// For a full block column (w = 32) lane j of warp q forms entries (q + 8 k, j) of both products
+// together, so that each thread runs c / 8 independent chains instead of one chain after
+// another; every entry keeps its order of terms (l ascending), so the bits are the same.
 template <class SAt, class Out>
 __device__ __forceinline__ void merge_block_column(const float* sT, int ldt, int c, int w, SAt s, float* sX, int ldx,
                                                    Out out) {
+  constexpr int kWarps = kThreads / 32, kMaxK = kMaxOuterWidth / kWarps;
+  if (w == kBlock && c % kWarps == 0) {
+    const int j = threadIdx.x & 31, q = threadIdx.x >> 5, nk = c / kWarps;
+    float x[kMaxK];
+#pragma unroll
+    for (int k = 0; k < kMaxK; ++k) x[k] = 0.0f;
+    for (int l = 0; l <= j; ++l) {
+      const float t = sT[(c + l) * ldt + c + j];
+#pragma unroll
+      for (int k = 0; k < kMaxK; ++k)
+        if (k < nk) x[k] = fmaf(s(q + kWarps * k, l), t, x[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < kMaxK; ++k)
+      if (k < nk) sX[(q + kWarps * k) * ldx + j] = x[k];
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kMaxK; ++k) x[k] = 0.0f;
+    for (int l = q; l < c; ++l) {
+      const float xl = sX[l * ldx + j];
+#pragma unroll
+      for (int k = 0; k < kMaxK; ++k) {
+        const int i = q + kWarps * k;
+        if (k < nk && l >= i) x[k] = fmaf(sT[i * ldt + l], xl, x[k]);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kMaxK; ++k)
+      if (k < nk) out(q + kWarps * k, j, -x[k]);
+    return;
+  }
   for (int idx = threadIdx.x; idx < c * w; idx += kThreads) {
     const int i = idx / w, j = idx % w;
     float x = 0.0f;
@@ -96,10 +132,14 @@ __global__ void __launch_bounds__(kThreads) larft_merge_pair_kernel(const LarftM
     float x[2][8];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
+      // Rows past the panel read the last row (no branch around the loads) and count as zero.
       const int r = r0 + t + 4 * h;
-      const float* row = V + static_cast<std::int64_t>(r) * kNb + g;
+      const float* row = V + static_cast<std::int64_t>(min(r, p.rows - 1)) * kNb + g;
 #pragma unroll
-      for (int q = 0; q < 8; ++q) x[h][q] = r < p.rows ? __ldg(row + 8 * q) : 0.0f;
+      for (int q = 0; q < 8; ++q) {
+        const float v = __ldg(row + 8 * q);
+        x[h][q] = r < p.rows ? v : 0.0f;
+      }
     }
     std::uint32_t bb[4][2], bs[4][2];
 #pragma unroll
