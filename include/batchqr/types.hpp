@@ -22,13 +22,17 @@ enum class Backend : int {
   cuda = 1,  // batchqr's own kernels; pointers are device memory
 };
 
-// Arithmetic of the O(n^3) trailing updates of the CUDA backend. Every mode is
-// FP32-grade (see Accuracy in README.md); panels always run in FP32, with norms checked
-// and recomputed in FP64 when an FP32 sum of squares could have over- or underflowed.
+// Which kernels run the O(n^3) trailing updates of the CUDA backend's blocked algorithm.
+// Every mode is FP32-grade (see Accuracy in README.md): tensor-core products split each FP32
+// operand into two TF32 parts (3xTF32). Panels always run in FP32, with norms checked and
+// recomputed in FP64 when an FP32 sum of squares could have over- or underflowed.
 enum class Math : int {
-  automatic = 0,  // the mode measured faster (docs/perf-notes.md): currently fp32
-  fp32 = 1,       // cuBLAS SGEMM (FP32 on CUDA cores)
-  tf32x3 = 2,     // batchqr's tensor-core kernels, each FP32 operand split into two TF32 parts
+  automatic = 0,  // the plan measured fastest (docs/policy.md): batchqr's larfb_stripe and
+                  // larfb_stripe64 kernels (3xTF32 on tensor cores) wherever they implement
+                  // the update, three cuBLAS SGEMMs (FP32) for the rest
+  fp32 = 1,       // the same plan as automatic; the name is older than the stripe kernels
+  tf32x3 = 2,     // every update on the first tensor-core larfb (larfb.cuh, 3xTF32), measured
+                  // slower (docs/perf-notes.md v3); kept for comparison
 };
 
 // A strided batch of FP32 m x n matrices and their tau vectors:
