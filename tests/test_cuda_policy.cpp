@@ -226,9 +226,10 @@ TEST(CudaPolicy, WholeMatrixOnAClusterPastOneCta) {
 }
 
 // geqrf_cta: matrices of at most 256 rows (and columns that fit its shared memory; from 192
-// rows only past the resident clusters of geqrf_cluster) within one wave of one CTA per SM, of 65-192 columns within two, and of 65-128 rows and columns
-// within four. geqr2_cta: small ones of at most 64 columns ahead of the register kernel;
-// larger batches, rows or columns go blocked (or fused).
+// rows only past the resident clusters of geqrf_cluster) within one wave of one CTA per SM,
+// of 65-192 columns within two, and of 65-128 rows and columns within four. geqr2_cta: small
+// ones of at most 64 columns ahead of the register kernel; larger batches, rows or columns
+// go blocked (or fused).
 TEST(CudaPolicy, WholeMatrixInOneCtaForFewSmallMatrices) {
   const DeviceInfo dev = h200();  // 132 SMs
   for (auto [m, n, b] : {std::tuple{176, 176, 40}, {176, 176, 1}, {176, 176, 264}, {100, 100, 132}, {192, 192, 100},

@@ -224,9 +224,9 @@ inline constexpr int kCtaBlkFourWavesMaxDim = 128;  // bounds rows and columns
 bool cta_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch);
 // The geqrf_cluster configuration the policy picks for an m x n matrix where a compiled shape
 // holds it, or none: from kClusterBlkMinCols columns, while the clusters fit in one wave of
-// one CTA per SM. On up to kClusterBlkExtraCtas more CTAs than
-// the fewest that hold the matrix, as many as stay resident at once: each CTA's share of the
-// trailing update, which bounds the first half of the panels, shrinks.
+// one CTA per SM. On up to kClusterBlkExtraCtas more CTAs than the fewest that hold the
+// matrix, as many as stay resident at once: each CTA's share of the trailing update, which
+// bounds the first half of the panels, shrinks.
 inline constexpr int kClusterBlkMinCols = 128;
 inline constexpr int kClusterBlkExtraCtas = 2;
 ClusterBlkConfig cluster_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch);
