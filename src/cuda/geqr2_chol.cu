@@ -32,6 +32,7 @@
 #include <cfloat>
 #include <cstdint>
 
+#include "cuda/alignment.hpp"
 #include "cuda/async_copy.cuh"
 #include "cuda/cluster_launch.hpp"
 #include "cuda/cuda_check.hpp"
@@ -128,13 +129,7 @@ constexpr int kOneCtaSmall = 5;
 // stay whole.
 __host__ __device__ constexpr int chol_swizzle(int r) { return ((r & 3) << 3) ^ (((r >> 2) & 1) << 2); }
 
-// Whether every row of a row-major float array (ld floats apart, from x) starts on a kBytes
-// boundary, so that its kBytes groups move whole (float2, float4).
-template <int kBytes>
-__device__ __forceinline__ bool rows_aligned(const float* x, std::int64_t ld) {
-  return ld % (kBytes / 4) == 0 && reinterpret_cast<std::uintptr_t>(x) % kBytes == 0;
-}
-// The same for the panel's rows (false for a column-major panel).
+// Whether the panel's rows move in kBytes groups (rows_aligned; false for a column-major panel).
 template <int kBytes, Layout L>
 __device__ __forceinline__ bool rows_by(const MatrixView<L>& A, std::int64_t ld) {
   return L == Layout::row_major && rows_aligned<kBytes>(&A(0, 0), ld);

@@ -2,6 +2,7 @@
 
 #include <climits>
 
+#include "cuda/alignment.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/matrix_view.cuh"
 #include "cuda/smem_vec.cuh"
@@ -123,7 +124,7 @@ __global__ void __launch_bounds__(NT) larfb_fused_kernel(const LarfbOperands p) 
 
 bool larfb_fused_can_implement(const LarfbOperands& p, std::int64_t batch) {
   if (p.jb != NB || p.ncols <= 0 || p.rows <= 0 || batch <= 0) return false;
-  if (p.vt_ld % 4 != 0 || p.vt_stride % 4 != 0 || reinterpret_cast<std::uintptr_t>(p.vt) % 16 != 0) return false;
+  if (!batch_rows_aligned<16>(p.vt, p.vt_ld, p.vt_stride)) return false;
   const std::int64_t tiles = (p.ncols + TN - 1) / TN;
   return batch <= INT_MAX / tiles;
 }

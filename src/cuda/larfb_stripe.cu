@@ -6,6 +6,7 @@
 
 #include <cooperative_groups.h>
 
+#include "cuda/alignment.hpp"
 #include "cuda/async_copy.cuh"
 #include "cuda/cluster_launch.hpp"
 #include "cuda/cuda_check.hpp"
@@ -557,7 +558,7 @@ __global__ void __launch_bounds__(NT, 2) larfb_stripe_tc_kernel(const LarfbOpera
   const MatrixView<L> C = MatrixView<L>{p.a + mat * p.stride, p.ld}.offset(p.j0 + sr.row0, p.col0 + tile * TN);
   const float* vt = p.vt + mat * p.vt_stride + static_cast<std::int64_t>(sr.row0) * p.vt_ld;
   // Phase 3's row pairs as float2 (row-major, 8-byte aligned)
-  const bool vec2 = L == Layout::row_major && reinterpret_cast<std::uintptr_t>(&C(0, 0)) % 8 == 0 && p.ld % 2 == 0;
+  const bool vec2 = L == Layout::row_major && rows_aligned<8>(&C(0, 0), p.ld);
 
   // --- phase 1: W = V^T C ----------------------------------------------------------------
   // K = 64: each warp loads the stripe rows of its own chunks (rows 8 w .., + 64 per
@@ -1050,17 +1051,15 @@ Status launch(const LarfbOperands& p, std::int64_t batch, cudaStream_t stream) {
   const std::size_t smem = larfb_stripe_smem_bytes(p.rows);
   const unsigned grid = static_cast<unsigned>(batch * ((p.ncols + TN - 1) / TN) * S);
   // Row-major stripes move as float4 groups where every row's group starts 16-byte aligned.
-  const bool vec4 = kDiet<K> && L == Layout::row_major && reinterpret_cast<std::uintptr_t>(p.a) % 16 == 0 && p.ld % 4 == 0 &&
-      p.stride % 4 == 0 && p.col0 % 4 == 0;
-  const bool vec_t = kDiet<K> && reinterpret_cast<std::uintptr_t>(p.t) % 16 == 0 && p.t_ld % 4 == 0 && p.t_stride % 4 == 0;
+  const bool vec4 = kDiet<K> && L == Layout::row_major && batch_rows_aligned<16>(p.a, p.ld, p.stride) && p.col0 % 4 == 0;
+  const bool vec_t = kDiet<K> && batch_rows_aligned<16>(p.t, p.t_ld, p.t_stride);
   // The TMA form where its tensor maps encode (16-byte aligned matrices and rows) and the
   // stripes start on a 16-byte boundary: admitting other first columns (257 x 300, an
   // update from column 257) gave an illegal instruction at the stripe's box load.
   StripeMaps maps{};
   bool tma = false;
   if constexpr (kHasTma<L, K, M>) {
-    const bool aligned =
-        reinterpret_cast<std::uintptr_t>(p.a) % 16 == 0 && p.ld % 4 == 0 && p.stride % 4 == 0 && p.col0 % 4 == 0;
+    const bool aligned = batch_rows_aligned<16>(p.a, p.ld, p.stride) && p.col0 % 4 == 0;
     const auto b = static_cast<std::uint64_t>(batch);
     const auto v_ld = static_cast<std::uint64_t>(p.vt_ld) * sizeof(float);
     const auto v_stride = static_cast<std::uint64_t>(p.vt_stride) * sizeof(float);
@@ -1142,7 +1141,7 @@ bool larfb_stripe_can_implement(const LarfbOperands& p, std::int64_t batch) {
   if ((p.jb != 32 && p.jb != 64) || p.ncols <= 0 || p.rows <= 0 || batch <= 0) return false;
   const int S = larfb_stripe_cluster(p.rows);
   if (S == 0) return false;
-  if (p.vt_ld % 4 != 0 || p.vt_stride % 4 != 0 || reinterpret_cast<std::uintptr_t>(p.vt) % 16 != 0) return false;
+  if (!batch_rows_aligned<16>(p.vt, p.vt_ld, p.vt_stride)) return false;
   const std::int64_t ctas = static_cast<std::int64_t>((p.ncols + TN - 1) / TN) * S;
   return batch <= INT_MAX / ctas;
 }

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "cuda/alignment.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/mbarrier.cuh"
 #include "cuda/mma_tf32.cuh"
@@ -166,7 +167,7 @@ __global__ void __launch_bounds__(NT, 1) larfb_stripe64_kernel(const LarfbOperan
   if (item < nitems) load_t(item);
 
   int vuse = 0;              // this warpgroup's phase-1 chunks so far (slot and parity)
-  int tuse[2] = {0, 0};      // its phase-3 tiles so far per buffer pair
+  unsigned tpar = 0;         // bit p: the parity of its next phase-3 tile in buffer pair p
   for (int it = 0; item < nitems; item += gridDim.x, ++it) {
     const std::int64_t next = item + gridDim.x;
     const bool has_next = next < nitems;
@@ -321,8 +322,8 @@ __global__ void __launch_bounds__(NT, 1) larfb_stripe64_kernel(const LarfbOperan
           d[4 * j + 2 * h + 1] = x.y;
         }
       }
-      mbarrier_wait(tbar + pair, tuse[pair] & 1);
-      ++tuse[pair];
+      mbarrier_wait(tbar + pair, (tpar >> pair) & 1u);
+      tpar ^= 1u << pair;
       const unsigned char* vb = pair_chunk(pair, wr >> 1);
       std::uint32_t ab[8][4], as[8][4];
 #pragma unroll
@@ -383,9 +384,8 @@ std::size_t larfb_stripe64_smem_bytes(int rows) {
 
 bool larfb_stripe64_can_implement(const LarfbOperands& p, std::int64_t batch) {
   if (p.jb != K || p.rows <= 0 || p.rows > kStripe64MaxRows || p.ncols <= 0 || batch <= 0) return false;
-  if (reinterpret_cast<std::uintptr_t>(p.vt) % 16 != 0 || p.vt_ld % 4 != 0 || p.vt_stride % 4 != 0) return false;
-  if (reinterpret_cast<std::uintptr_t>(p.a) % 16 != 0 || p.ld % 4 != 0 || p.stride % 4 != 0 || p.col0 % 4 != 0)
-    return false;
+  if (!batch_rows_aligned<16>(p.vt, p.vt_ld, p.vt_stride)) return false;
+  if (!batch_rows_aligned<16>(p.a, p.ld, p.stride) || p.col0 % 4 != 0) return false;
   return batch <= INT_MAX / ((p.ncols + TN - 1) / TN);
 }
 

@@ -26,21 +26,23 @@ __device__ __forceinline__ void load_diagonal_blocks(const float* T, float* sT, 
   }
 }
 
-// Block column c (width w) of the merge: X(0:c, 0:w) = S(0:c, c-32 : c-32+w) T(c:c+w, c:c+w)
-// into sX (ld ldx), a CTA barrier, then out(i, j, T(i, c + j)) for T(0:c, c:c+w) = -T(0:c, 0:c)
-// X. Both blocks of T are upper triangular; s(i, l) = S(i, c - 32 + l).
-// For a full block column (w = 32) lane j of warp q forms entries (q + 8 k, j) of both products
-// together, so that each thread runs c / 8 independent chains instead of one chain after
-// another; every entry keeps its order of terms (l ascending), so the bits are the same.
+// Block column c (width w <= 32) of the merge: X(0:c, 0:w) = S(0:c, c-32 : c-32+w)
+// T(c:c+w, c:c+w) into sX (ld ldx), a CTA barrier, then out(i, j, T(i, c + j)) for
+// T(0:c, c:c+w) = -T(0:c, 0:c) X. Both blocks of T are upper triangular; s(i, l) =
+// S(i, c - 32 + l). Lane j of warp q forms entries (q + 8 k, j) of both products together
+// (lanes j >= w idle), so that each thread runs c / 8 independent chains instead of one chain
+// after another; every entry sums its terms in ascending l.
 template <class SAt, class Out>
 __device__ __forceinline__ void merge_block_column(const float* sT, int ldt, int c, int w, SAt s, float* sX, int ldx,
                                                    Out out) {
   constexpr int kWarps = kThreads / 32, kMaxK = kMaxOuterWidth / kWarps;
-  if (w == kBlock && c % kWarps == 0) {
-    const int j = threadIdx.x & 31, q = threadIdx.x >> 5, nk = c / kWarps;
-    float x[kMaxK];
+  static_assert(kBlock % kWarps == 0, "c, a multiple of kBlock, splits evenly over the warps");
+  const int j = threadIdx.x & 31, q = threadIdx.x >> 5, nk = c / kWarps;
+  const bool active = j < w;
+  float x[kMaxK];
 #pragma unroll
-    for (int k = 0; k < kMaxK; ++k) x[k] = 0.0f;
+  for (int k = 0; k < kMaxK; ++k) x[k] = 0.0f;
+  if (active) {
     for (int l = 0; l <= j; ++l) {
       const float t = sT[(c + l) * ldt + c + j];
 #pragma unroll
@@ -50,35 +52,22 @@ __device__ __forceinline__ void merge_block_column(const float* sT, int ldt, int
 #pragma unroll
     for (int k = 0; k < kMaxK; ++k)
       if (k < nk) sX[(q + kWarps * k) * ldx + j] = x[k];
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < kMaxK; ++k) x[k] = 0.0f;
-    for (int l = q; l < c; ++l) {
-      const float xl = sX[l * ldx + j];
-#pragma unroll
-      for (int k = 0; k < kMaxK; ++k) {
-        const int i = q + kWarps * k;
-        if (k < nk && l >= i) x[k] = fmaf(sT[i * ldt + l], xl, x[k]);
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < kMaxK; ++k)
-      if (k < nk) out(q + kWarps * k, j, -x[k]);
-    return;
-  }
-  for (int idx = threadIdx.x; idx < c * w; idx += kThreads) {
-    const int i = idx / w, j = idx % w;
-    float x = 0.0f;
-    for (int l = 0; l <= j; ++l) x = fmaf(s(i, l), sT[(c + l) * ldt + c + j], x);
-    sX[i * ldx + j] = x;
   }
   __syncthreads();
-  for (int idx = threadIdx.x; idx < c * w; idx += kThreads) {
-    const int i = idx / w, j = idx % w;
-    float x = 0.0f;
-    for (int l = i; l < c; ++l) x = fmaf(sT[i * ldt + l], sX[l * ldx + j], x);
-    out(i, j, -x);
+  if (!active) return;
+#pragma unroll
+  for (int k = 0; k < kMaxK; ++k) x[k] = 0.0f;
+  for (int l = q; l < c; ++l) {
+    const float xl = sX[l * ldx + j];
+#pragma unroll
+    for (int k = 0; k < kMaxK; ++k) {
+      const int i = q + kWarps * k;
+      if (k < nk && l >= i) x[k] = fmaf(sT[i * ldt + l], xl, x[k]);
+    }
   }
+#pragma unroll
+  for (int k = 0; k < kMaxK; ++k)
+    if (k < nk) out(q + kWarps * k, j, -x[k]);
 }
 
 // One CTA per matrix. T lives in shared memory (ld nb + 1 against bank conflicts on
