@@ -6,7 +6,7 @@
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
 //                     [--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1]
 //                     [--chol 0|1|2|3] [--chol-rows R] [--cta 0|1|2|3] [--cluster-ctas S]
-//                     [--layout row|col] [m n batch]...
+//                     [--layout row|col] [--dist NAME] [--cond C] [m n batch]...
 //                     (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
 // --fused-update: one-level plans apply panels with larfb_fused (1) or cuBLAS (0), not
@@ -29,7 +29,11 @@
 // shape (2) or a geqrf_cluster shape (3), timed once as outer width 0, or none of them (0)
 // (default: the policy's); --cluster-ctas: geqrf_cluster on S CTAs per matrix (at least the
 // fewest that hold it; default: the policy's); --layout:
-// of the matrices (default column-major).
+// of the matrices (default column-major); --dist, --cond: the inputs' distribution and
+// column-scaling knob (the contract's; default mixed, 2). `mixed` includes matrices that the
+// Cholesky QR panel rejects, so its fallback runs too; compare panel choices on dense inputs
+// as well. With panel or update hints, "(policy)" marks the hinted plan at the policy's
+// outer width and look-ahead.
 // Each width is timed with the look-ahead (side stream) and without it ("-").
 #include <cuda_runtime.h>
 
@@ -78,6 +82,8 @@ int main(int argc, char** argv) {
   int cta = -1;
   int cluster_ctas = 0;
   Layout layout = Layout::col_major;
+  check::Distribution dist = check::Distribution::mixed;
+  double cond = 2;
   PanelHints panel;
   for (int i = 1; i < argc;) {
     const std::string arg = argv[i];
@@ -123,6 +129,15 @@ int main(int argc, char** argv) {
     } else if (arg == "--wcol" && i + 1 < argc) {
       panel.wcol = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
       i += 2;
+    } else if (arg == "--dist" && i + 1 < argc) {
+      if (!check::parse_distribution(argv[i + 1], &dist)) {
+        std::fprintf(stderr, "unknown distribution %s\n", argv[i + 1]);
+        return 2;
+      }
+      i += 2;
+    } else if (arg == "--cond" && i + 1 < argc) {
+      cond = std::atof(argv[i + 1]);
+      i += 2;
     } else if (arg == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[i + 1]));
       i += 2;
@@ -134,7 +149,7 @@ int main(int argc, char** argv) {
                    "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
                    "[--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--chol 0|1|2|3] [--chol-rows R] "
                    "[--cta 0|1|2|3] [--cluster-ctas S] "
-                   "[--layout row|col] "
+                   "[--layout row|col] [--dist NAME] [--cond C] "
                    "[m n batch]...\n");
       return 2;
     }
@@ -169,8 +184,8 @@ int main(int argc, char** argv) {
     spec.m = m;
     spec.n = n;
     spec.batch = batch;
-    spec.cond = 2;
-    spec.dist = check::Distribution::mixed;
+    spec.cond = cond;
+    spec.dist = dist;
     spec.seed = 0x5eed0000u + static_cast<unsigned>(m * 131 + n * 7 + batch);
     check::generate(spec, d, h.data());
     float *a = nullptr, *a0 = nullptr, *tau = nullptr;
