@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -136,7 +137,12 @@ int main(int argc, char** argv) {
       }
       i += 2;
     } else if (arg == "--cond" && i + 1 < argc) {
-      cond = std::atof(argv[i + 1]);
+      char* end = nullptr;
+      cond = std::strtod(argv[i + 1], &end);
+      if (end == argv[i + 1] || *end != '\0' || !std::isfinite(cond)) {
+        std::fprintf(stderr, "--cond takes a number, not %s\n", argv[i + 1]);
+        return 2;
+      }
       i += 2;
     } else if (arg == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[i + 1]));
