@@ -25,7 +25,8 @@
 // never (0), on panels of more than 1024 rows only (1), or also on geqr2_wcol's panels of
 // 193-1024 rows at any batch (2), those of at most 512 rows on its one-CTA form (3)
 // (default: the policy's); --chol-rows: at most R rows per
-// CTA of that panel; --cta: matrices that a geqr2_cta shape holds on it (1), a geqrf_cta
+// CTA of that panel's cluster form (which then leaves panels of <= R rows to the Householder
+// panels); --cta: matrices that a geqr2_cta shape holds on it (1), a geqrf_cta
 // shape (2) or a geqrf_cluster shape (3), timed once as outer width 0, or none of them (0)
 // (default: the policy's); --cluster-ctas: geqrf_cluster on S CTAs per matrix (at least the
 // fewest that hold it; default: the policy's); --layout:

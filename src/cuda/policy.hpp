@@ -59,7 +59,9 @@ struct PanelHints {
   int chol = -1;          // the Cholesky QR panel (geqr2_chol.hpp): -1 where the policy takes it; 0 never;
                           // 1 panels of more than 1024 rows only; 2 also geqr2_wcol's panels at any batch;
                           // 3 as 2, but its panels of at most 512 rows on its one-CTA form
-  int chol_rows = 0;      // > 0: at most this many rows per CTA of the Cholesky QR panel
+  int chol_rows = 0;      // > 0: at most this many rows per CTA of the Cholesky QR panel's cluster form, which
+                          // takes 2 or more CTAs: it then leaves a panel of at most this many rows to the
+                          // Householder panels (hint 3's one-CTA form still takes those of <= 512 rows)
 };
 
 struct PanelPlan {
