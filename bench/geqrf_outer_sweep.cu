@@ -5,7 +5,8 @@
 //
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
 //                     [--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1]
-//                     [--chol 0|1|2|3] [--chol-rows R] [--cta 0|1|2|3] [--cluster-ctas S]
+//                     [--chol 0|1|2|3] [--chol-rows R] [--chol-short-rows R] [--cta 0|1|2|3] [--cluster-ctas S]
+//                     [--look-ahead 0|1|2]
 //                     [--layout row|col] [--dist NAME] [--cond C] [m n batch]...
 //                     (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
@@ -26,7 +27,8 @@
 // 193-1024 rows at any batch (2), those of at most 512 rows on its one-CTA form (3)
 // (default: the policy's); --chol-rows: at most R rows per
 // CTA of that panel's cluster form (which then leaves panels of <= R rows to the Householder
-// panels); --cta: matrices that a geqr2_cta shape holds on it (1), a geqrf_cta
+// panels); --chol-short-rows: at most R rows per CTA of that cluster form on geqr2_wcol's
+// panels, at least two CTAs (policy: 256); --cta: matrices that a geqr2_cta shape holds on it (1), a geqrf_cta
 // shape (2) or a geqrf_cluster shape (3), timed once as outer width 0, or none of them (0)
 // (default: the policy's); --cluster-ctas: geqrf_cluster on S CTAs per matrix (at least the
 // fewest that hold it; default: the policy's); --layout:
@@ -35,7 +37,9 @@
 // Cholesky QR panel rejects, so its fallback runs too; compare panel choices on dense inputs
 // as well. With panel or update hints, "(policy)" marks the hinted plan at the policy's
 // outer width and look-ahead.
-// Each width is timed with the look-ahead (side stream) and without it ("-").
+// Each width is timed with the look-ahead (side stream) and without it ("-"); --look-ahead
+// times only off (0), on (1) or on with the next block's columns updated on the side stream
+// too (2, marked "s").
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -83,6 +87,7 @@ int main(int argc, char** argv) {
   int merge_ctas = 0;
   int cta = -1;
   int cluster_ctas = 0;
+  int look_ahead = -1;
   Layout layout = Layout::col_major;
   check::Distribution dist = check::Distribution::mixed;
   double cond = 2;
@@ -122,6 +127,12 @@ int main(int argc, char** argv) {
     } else if (arg == "--chol-rows" && i + 1 < argc) {
       panel.chol_rows = std::max(0, std::atoi(argv[i + 1]));
       i += 2;
+    } else if (arg == "--chol-short-rows" && i + 1 < argc) {
+      panel.chol_short_rows = std::max(0, std::atoi(argv[i + 1]));
+      i += 2;
+    } else if (arg == "--look-ahead" && i + 1 < argc) {
+      look_ahead = std::clamp(std::atoi(argv[i + 1]), 0, 2);
+      i += 2;
     } else if (arg == "--cta" && i + 1 < argc) {
       cta = std::atoi(argv[i + 1]);
       i += 2;
@@ -154,7 +165,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
-                   "[--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--chol 0|1|2|3] [--chol-rows R] "
+                   "[--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--chol 0|1|2|3] [--chol-rows R] [--chol-short-rows R] "
+                   "[--look-ahead 0|1|2] "
                    "[--cta 0|1|2|3] [--cluster-ctas S] "
                    "[--layout row|col] [--dist NAME] [--cond C] "
                    "[m n batch]...\n");
@@ -206,6 +218,10 @@ int main(int argc, char** argv) {
       PlanHints hints;
       hints.outer_nb = outer;
       hints.look_ahead = variant % 2 == 0 ? 1 : 0;
+      if (look_ahead >= 0) {
+        if (variant % 2 != 0) continue;  // one variant per width
+        hints.look_ahead = look_ahead;
+      }
       hints.fused_update = fused;
       hints.stripe_update = stripe;
       hints.stripe_wide = stripe_wide;
@@ -253,9 +269,10 @@ int main(int argc, char** argv) {
       const bool pass = ok && rep.pass();
       failures += pass ? 0 : 1;
       std::printf("%6d %6d %6d | %5d%s %2d | %10.4f %10.4f %10.4f %8.3f %8.3f | %s%s\n", m, n, batch, blocked ? outer : 0,
-                  plan.look_ahead ? "  " : " -", plan.stripe_update ? (plan.stripe_math == StripeMath::tf32x3 ? 3 : 2) : plan.fused_update ? 1 : 0, median(times),
+                  !plan.look_ahead ? " -" : plan.next_on_side ? " s" : "  ", plan.stripe_update ? (plan.stripe_math == StripeMath::tf32x3 ? 3 : 2) : plan.fused_update ? 1 : 0, median(times),
                   median(queued), median(host), rep.worst_factor, rep.worst_orth, pass ? "pass" : "FAIL",
                   outer == policy.outer_nb && plan.look_ahead == policy.look_ahead &&
+                          plan.next_on_side == policy.next_on_side &&
                           plan.fused_update == policy.fused_update && plan.stripe_update == policy.stripe_update
                       ? "  (policy)"
                       : "");

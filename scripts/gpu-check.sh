@@ -83,6 +83,13 @@ if [ $run_san = 1 ]; then
   timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 64 \
     --reps 1 2500 130 1 8000 40 1 >>"$L" 2>&1
   note "memcheck (larfb_stripe on clusters): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
+  # The look-ahead's side-stream form (next block's columns on the side stream; forced on
+  # both layouts, one level and two).
+  for lay in row col; do
+    timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --cta 0 --outer 64 \
+      --look-ahead 2 --layout $lay --reps 1 600 600 3 1100 300 2 >>"$L" 2>&1
+    note "memcheck (look-ahead form 2, $lay): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
+  done
   # larfb_stripe64 (row-major, outer blocks of 64, sm_90a; forced, as the policy keeps it
   # for large batches): TMA, mbarriers, named barriers per warpgroup and wgmma, persistent
   # over items; rows not a multiple of 32 or 64.

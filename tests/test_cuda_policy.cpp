@@ -543,6 +543,29 @@ TEST(CudaPolicy, Stripe64ForManyStripesPerSm) {
   EXPECT_FALSE(make_plan(blackwell, row).stripe64);
 }
 
+// The look-ahead's form: the next outer block's columns on the side stream for two-level
+// plans of row-major matrices (measured there), on the caller's stream otherwise; hints 1 and
+// 2 pick the form, 0 turns the look-ahead off.
+TEST(CudaPolicy, NextBlockOnTheSideStreamForTwoLevelRowMajor) {
+  const DeviceInfo dev = h200();
+  const GeqrfDesc row = make_geqrf_desc(512, 512, 640, Layout::row_major);
+  EXPECT_TRUE(make_plan(dev, row).next_on_side);
+  EXPECT_TRUE(make_plan(dev, make_geqrf_desc(2048, 2048, 8, Layout::row_major)).next_on_side);
+  EXPECT_FALSE(make_plan(dev, make_geqrf_desc(512, 512, 640, Layout::col_major)).next_on_side);
+  const GeqrfDesc one_level = make_geqrf_desc(1024, 1024, 8, Layout::row_major);
+  ASSERT_EQ(make_plan(dev, one_level).outer_nb, 32);
+  EXPECT_FALSE(make_plan(dev, one_level).next_on_side);
+  PlanHints hints;
+  hints.look_ahead = 2;
+  EXPECT_TRUE(make_plan(dev, one_level, hints).next_on_side);
+  hints.look_ahead = 1;
+  EXPECT_FALSE(make_plan(dev, row, hints).next_on_side);
+  EXPECT_TRUE(make_plan(dev, row, hints).look_ahead);
+  hints.look_ahead = 0;
+  EXPECT_FALSE(make_plan(dev, row, hints).next_on_side);
+  EXPECT_FALSE(make_plan(dev, row, hints).look_ahead);
+}
+
 // The row split that larfb_stripe's cluster variant assumes: one CTA up to 1024 rows; then
 // at most 16 CTAs of at most 512 rows (a multiple of 32), every one of them holding rows,
 // two per SM by shared memory; nothing past 8192 rows.

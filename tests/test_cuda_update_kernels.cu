@@ -115,6 +115,29 @@ class UpdateKernels : public ::testing::Test {
     cudaFree(a0);
   }
 
+  // Factors the host batch `h` under `hints` into `a` and `tau` (host copies).
+  void factor(const GeqrfDesc& d, const PlanHints& hints, const std::vector<float>& h, std::vector<float>& a_out,
+              std::vector<float>& tau_out) {
+    const GeqrfPlan plan = cuda::make_plan(dev_, d, hints);
+    const std::size_t bytes = h.size() * sizeof(float), ntau = std::max<std::size_t>(tau_extent(d), 1);
+    float *a = nullptr, *tau = nullptr;
+    void* ws = nullptr;
+    ASSERT_EQ(cudaMalloc(&a, bytes), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&tau, ntau * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&ws, std::max<std::size_t>(plan.workspace_bytes, 1)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(a, h.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemset(tau, 0, ntau * sizeof(float)), cudaSuccess);
+    GeqrfOperation::Arguments args{d, a, tau};
+    EXPECT_EQ(GeqrfOperation::run(dev_, res_, args, plan, ws, plan.workspace_bytes, nullptr), Status::success);
+    a_out.resize(h.size());
+    tau_out.resize(ntau);
+    ASSERT_EQ(cudaMemcpy(a_out.data(), a, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(tau_out.data(), tau, ntau * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    cudaFree(ws);
+    cudaFree(tau);
+    cudaFree(a);
+  }
+
   cuda::DeviceInfo dev_;
   cuda::Resources res_;
   bool created_ = false;
@@ -357,6 +380,50 @@ TEST_F(UpdateKernels, TwoLevelPartialBlocks) {
   }
 }
 
+// The look-ahead's two forms (PlanHints::look_ahead 1 and 2: the next outer block's columns
+// updated on the caller's stream or on the side stream) run the same launches on the same
+// data in another stream order: their results agree bit for bit, and pass the gate. Outer
+// blocks of 32 (one level), 64 and 128, wide and tall matrices, partial last blocks,
+// batches cut into chunks, larfb_stripe, larfb_stripe64 and cuBLAS updates.
+TEST_F(UpdateKernels, LookAheadForms) {
+  struct Case {
+    int m, n, batch, outer, stripe, stripe64;  // PlanHints::stripe_update, stripe64
+    Layout layout;
+  };
+  const Case cases[] = {
+      {700, 700, 4, 64, -1, 0, Layout::row_major},   {700, 700, 4, 64, -1, -1, Layout::col_major},
+      {520, 900, 3, 64, -1, 1, Layout::row_major},   {1100, 300, 2, 64, -1, -1, Layout::col_major},
+      {600, 600, 3, 32, -1, -1, Layout::row_major},  {600, 600, 3, 128, -1, -1, Layout::row_major},
+      {512, 512, 150, 64, -1, 1, Layout::row_major}, {650, 650, 3, 64, 0, -1, Layout::col_major},
+      {300, 1000, 2, 64, 0, -1, Layout::row_major},  {2100, 256, 2, 64, -1, -1, Layout::row_major}};
+  for (const Case& c : cases) {
+    const GeqrfDesc d = make_geqrf_desc(c.m, c.n, c.batch, c.layout);
+    PlanHints hints[2];
+    for (int f = 0; f < 2; ++f) {
+      hints[f].cta = 0;
+      hints[f].outer_nb = c.outer;
+      hints[f].stripe_update = c.stripe;
+      hints[f].stripe64 = c.stripe64;
+      hints[f].look_ahead = f + 1;
+    }
+    ASSERT_FALSE(cuda::make_plan(dev_, d, hints[0]).next_on_side);
+    ASSERT_TRUE(cuda::make_plan(dev_, d, hints[1]).next_on_side);
+    const std::uint64_t seed = fresh_seed();
+    const std::vector<float> h = generate_batch(d, Distribution::mixed, 2.0, seed);
+    const std::string name = describe(d, Distribution::mixed, 2.0, seed) + " outer " + std::to_string(c.outer);
+    std::vector<float> out[2], taus[2];
+    for (int f = 0; f < 2; ++f) {
+      check_batch(d, hints[f], h, name + " look-ahead " + std::to_string(f + 1));
+      factor(d, hints[f], h, out[f], taus[f]);
+    }
+    // cuBLAS may pick other kernels for the side stream's handle: bitwise only without it.
+    if (c.stripe != 0) {
+      EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)), 0) << name;
+      EXPECT_EQ(std::memcmp(taus[0].data(), taus[1].data(), taus[0].size() * sizeof(float)), 0) << name;
+    }
+  }
+}
+
 // larft_merge_pair on clusters of 1-8 CTAs per matrix (and the policy's count): V of 1100,
 // 2100 and 700 rows, and outer blocks whose V has fewer rows than the cluster has passes
 // (300: the last merge's 108 rows leave CTAs without rows), both layouts.
@@ -409,7 +476,15 @@ TEST_F(UpdateKernels, CholPanel) {
     const cuda::PanelPlan pp = cuda::panel_plan(dev_, 700, 32, 32, true, 3, short_one.panel);
     ASSERT_EQ(cuda::chol_panel_config(dev_, 700, 32, 3, pp, short_one.panel).cluster, 3);
   }
+  // chol_short_rows: those panels on fewer, taller CTAs (at least two).
+  PlanHints tall_ctas = short_two;
+  tall_ctas.panel.chol_short_rows = 512;
+  for (auto [rows, ctas] : {std::pair{700, 2}, {1024, 2}, {400, 2}, {193, 2}}) {
+    const cuda::PanelPlan pp = cuda::panel_plan(dev_, rows, 32, 32, true, 3, tall_ctas.panel);
+    ASSERT_EQ(cuda::chol_panel_config(dev_, rows, 32, 3, pp, tall_ctas.panel).cluster, ctas) << rows;
+  }
   for (Layout layout : {Layout::row_major, Layout::col_major}) {
+    expect_accurate(make_geqrf_desc(1000, 700, 3, layout), tall_ctas, -1, Distribution::mixed, 2.0);
     expect_accurate(make_geqrf_desc(700, 100, 3, layout), short_one, -1, Distribution::dense, 1.0);
     expect_accurate(make_geqrf_desc(1024, 1024, 2, layout), short_two, -1, Distribution::mixed, 2.0);
     expect_accurate(padded(300, 200, 5, layout), short_one, -1, Distribution::rankdef, 0.0);

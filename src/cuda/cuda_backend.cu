@@ -174,7 +174,7 @@ Status create_resources(Resources* out) {
   int least = 0, greatest = 0;
   if (rs == Status::success) rs = to_status(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   if (rs == Status::success) rs = to_status(cudaStreamCreateWithPriority(&res.side, cudaStreamNonBlocking, greatest));
-  for (cudaEvent_t* e : {&res.ev_fork, &res.ev_panel, &res.ev_next, &res.ev_join})
+  for (cudaEvent_t* e : {&res.ev_fork, &res.ev_panel, &res.ev_next, &res.ev_join, &res.ev_done[0], &res.ev_done[1]})
     if (rs == Status::success) rs = to_status(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
   *out = res;  // partially created on failure: destroy_resources releases what exists
   return rs;
@@ -184,7 +184,7 @@ void destroy_resources(const Resources& r) {
   if (r.blas != nullptr) cublasDestroy(r.blas);
   if (r.blas_side != nullptr) cublasDestroy(r.blas_side);
   if (r.side != nullptr) cudaStreamDestroy(r.side);
-  for (cudaEvent_t e : {r.ev_fork, r.ev_panel, r.ev_next, r.ev_join})
+  for (cudaEvent_t e : {r.ev_fork, r.ev_panel, r.ev_next, r.ev_join, r.ev_done[0], r.ev_done[1]})
     if (e != nullptr) cudaEventDestroy(e);
 }
 

@@ -25,6 +25,7 @@ struct Resources {
   cublasHandle_t blas_side = nullptr;  // updates inside an outer panel, on `side` (own workspace)
   cudaStream_t side = nullptr;     // panels of the look-ahead (non-blocking)
   cudaEvent_t ev_fork = nullptr, ev_panel = nullptr, ev_next = nullptr, ev_join = nullptr;
+  cudaEvent_t ev_done[2] = {nullptr, nullptr};  // a block's trailing updates done (by the parity of the block)
 };
 
 // The device's properties (device < 0: the current one); not_supported below sm_90.

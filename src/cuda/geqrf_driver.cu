@@ -353,9 +353,20 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
       // trailing updates on the caller's stream. Once the next outer panel's columns are
       // updated, that panel starts while the rest of the trailing matrix is still being
       // updated. V^T and T are double-buffered between the streams.
+      //
+      // plan.next_on_side: the side stream also updates the next block's columns, right
+      // after the block's panels, so that the next panels follow without a round trip
+      // through the caller's stream. The caller's stream then updates the columns of the
+      // block after next first (ev_next: what the side stream's next such update waits
+      // for), and ev_done[parity] marks a block's updates done, before the panels two
+      // blocks on overwrite the V^T and T that they read.
       BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_fork, stream));
       BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, res.ev_fork, 0));
       const int NB = plan.outer_nb;
+      const bool next_side = plan.next_on_side && side != stream;
+      bool next_marked = false;  // next_side: the caller's stream recorded ev_next in the previous block
+      const std::int64_t w_stride = static_cast<std::int64_t>(plan.w_floats);
+      const std::int64_t w_inner_stride = static_cast<std::int64_t>(plan.w_inner_floats);
       for (int J0 = 0, step = 0; J0 < k; J0 += NB, ++step) {
         const int JB = std::min(NB, k - J0);
         const int trailing = n - J0 - JB;
@@ -367,6 +378,7 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
         out.vt = vt_ws + static_cast<std::size_t>(step % 2) * chunk * plan.vt_floats;
         out.vt_stride = static_cast<std::int64_t>(plan.vt_floats);
         out.vt_ld = JB;
+        if (next_side && step >= 2) BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, res.ev_done[step % 2], 0));
         Status st = outer_panel(dev, args, plan, res.blas_side, a, tau, J0, JB, trailing > 0, out, w_inner_ws, s_ws,
                                 flags, nbat, side);
         if (st != Status::success) return st;
@@ -375,7 +387,33 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
         BATCHQR_CUDA_TRY(cudaStreamWaitEvent(stream, res.ev_panel, 0));
         const int c0 = J0 + JB;
         const int next = c0 < k ? std::min(NB, k - c0) : 0;  // next outer panel's width
-        const std::int64_t w_stride = static_cast<std::int64_t>(plan.w_floats);
+        if (next_side) {
+          // The next block's columns here; the previous block's update of them (the caller's
+          // stream, first) is what ev_next marks.
+          const int ns = std::min(next, trailing);
+          if (ns > 0) {
+            if (next_marked) BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, res.ev_next, 0));
+            st = update_columns(plan, res.blas_side, side, d, a, out, w_inner_ws, w_inner_stride, J0, JB, c0, ns, nbat);
+            if (st != Status::success) return st;
+          }
+          next_marked = false;
+          const int c1 = c0 + ns, rest = trailing - ns;
+          if (rest > 0) {
+            const int next2 = c1 < k ? std::min(NB, k - c1) : 0;  // the block after next
+            const int first = next2 > 0 && next2 < rest ? next2 : rest;
+            st = update_columns(plan, res.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c1, first, nbat);
+            if (st != Status::success) return st;
+            BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_next, stream));
+            next_marked = true;
+            if (first < rest) {
+              st = update_columns(plan, res.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c1 + first, rest - first,
+                                  nbat);
+              if (st != Status::success) return st;
+            }
+          }
+          BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_done[step % 2], stream));
+          continue;
+        }
         if (next > 0 && next < trailing) {
           st = update_columns(plan, res.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c0, next, nbat);
           if (st != Status::success) return st;

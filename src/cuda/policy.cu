@@ -168,8 +168,9 @@ CholConfig chol_panel_config(const DeviceInfo& dev, int rows, int ncols, std::in
   const bool shorter =
       pp.wcol_rows_per_lane > 0 && (hints.chol >= 2 || (hints.chol == -1 && batch <= kCholShortMaxBatch));
   if (!tall && !shorter) return {};
+  const int short_cap = hints.chol_short_rows > 0 ? std::min(hints.chol_short_rows, kCholMaxRowsPerCta) : 256;
   const int cap = hints.chol_rows > 0 ? hints.chol_rows
-                                      : (tall ? kCholMaxRowsPerCta : std::min(256, ((rows + 1) / 2 + 31) / 32 * 32));
+                                      : (tall ? kCholMaxRowsPerCta : std::min(short_cap, ((rows + 1) / 2 + 31) / 32 * 32));
   return geqr2_chol_config(dev, rows, cap);
 }
 
@@ -380,6 +381,15 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     outer = std::max(plan.nb, std::min({outer, kMaxOuterWidth, k}) / plan.nb * plan.nb);
     plan.outer_nb = outer;
     if (hints.look_ahead >= 0) plan.look_ahead = hints.look_ahead != 0;
+    // The next block's columns on the side stream (look-ahead form 2) for two-level plans of
+    // row-major matrices. Measured (docs/perf-notes.md v35, geqrf_outer_sweep --look-ahead 1
+    // / 2, queued ms, two rounds): 512^2 x640 4.30 / 4.23 (-1.6%), 640^2 x300 -1.4%, 1024^2
+    // x60 -0.7 to -2%, 768^2 x100 -0.7 to -1.2%, 1536^2 x30 -0.4%, 2048^2 x8 -0.4 to -0.8%,
+    // 3000^2 x4 -0.4 to -1%, 8192^2 x1 -1.6%, 4096^2 x2 -1.2 to +0.7%; column-major level
+    // (512^2 x640 0%, 1024^2 x60 +1.2%, 2048^2 x8 -0.6%); one level mixed: 1024^2 x8 -5 to
+    // -7%, but 352^2 x40 +7%, 1024^2 x16 +4%, 256^2 x200 +3%.
+    plan.next_on_side = plan.look_ahead && (hints.look_ahead == 2 ||
+                                            (hints.look_ahead == -1 && outer > plan.nb && d.layout == Layout::row_major));
     // larfb_stripe (3xTF32) takes every update it can implement (32 or 64 reflectors, at most
     // 8192 rows, V^T 16-byte aligned) but the tall wide ones that stripe_update_for leaves
     // to cuBLAS (kStripeWideMaxRows); cuBLAS the rest. Measured (docs/perf-notes.md v8, v10;
@@ -415,6 +425,9 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
       plan.w_inner_floats = 2 * static_cast<std::size_t>(plan.nb) * outer;
       plan.s_floats = static_cast<std::size_t>(outer - kMaxPanelWidth) * (outer - kMaxPanelWidth);
     }
+    // The side stream's update of the next block's columns (outer reflectors, at most outer
+    // columns) takes the inner updates' W, if cuBLAS applies it.
+    if (plan.next_on_side) plan.w_inner_floats = std::max(plan.w_inner_floats, 2 * static_cast<std::size_t>(outer) * outer);
     plan.blas_bytes = kBlasWorkspace;
     const std::size_t once = 2 * (plan.blas_bytes + 256);  // two handles, each aligned to 256 bytes
     // T and V^T twice: the look-ahead panel writes one pair while updates read the other.

@@ -62,6 +62,8 @@ struct PanelHints {
   int chol_rows = 0;      // > 0: at most this many rows per CTA of the Cholesky QR panel's cluster form, which
                           // takes 2 or more CTAs: it then leaves a panel of at most this many rows to the
                           // Householder panels (hint 3's one-CTA form still takes those of <= 512 rows)
+  int chol_short_rows = 0;  // > 0: geqr2_wcol's panels that the cluster form takes on CTAs of at most this many
+                            // rows, still at least two (the policy's: 256); chol_rows, where given, wins
 };
 
 struct PanelPlan {
@@ -100,6 +102,9 @@ struct GeqrfPlan {
   // the block's own columns (two-level blocking); outer_nb == nb is LAPACK's one level.
   int outer_nb = 32;
   bool look_ahead = true;        // gemm: outer panels on the side stream, overlapping updates
+  // look_ahead: the next outer block's columns are updated on the side stream too, right
+  // after the block's panels, instead of on the caller's stream (geqrf_driver.cu)
+  bool next_on_side = false;
   // gemm, one level: each 32-column panel's update is one larfb_fused launch (larfb_fused.hpp)
   // instead of three cuBLAS products, where the panel allows it (32 reflectors, aligned V^T)
   bool fused_update = false;
@@ -136,7 +141,8 @@ struct PlanHints {
   int cta = -1;
   int cluster_ctas = 0;  // geqrf_cluster's CTAs per matrix (at least the fewest that hold it); 0: the policy's
   int outer_nb = 0;
-  int look_ahead = -1;  // 0 / 1: off / on; -1: the policy's
+  int look_ahead = -1;  // 0 off; 1 on, the next block's columns on the caller's stream; 2 on, on the side
+                        // stream; -1: the policy's
   int fused_update = -1;  // 0 / 1: off / on (one-level plans only); -1: the policy's
   int stripe_update = -1;  // 0: off; 1: on, FP32; 2: on, 3xTF32; -1: the policy's
   int stripe_wide = -1;  // wide updates taller than a CTA's stripe: 0 never, 1 always on larfb_stripe; -1: the policy's
