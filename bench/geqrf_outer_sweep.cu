@@ -6,7 +6,7 @@
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
 //                     [--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1]
 //                     [--chol 0|1|2|3] [--chol-rows R] [--chol-short-rows R] [--cta 0|1|2|3] [--cluster-ctas S]
-//                     [--look-ahead 0|1|2]
+//                     [--look-ahead 0|1|2] [--tail 0|1]
 //                     [--layout row|col] [--dist NAME] [--cond C] [m n batch]...
 //                     (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
@@ -39,7 +39,9 @@
 // outer width and look-ahead.
 // Each width is timed with the look-ahead (side stream) and without it ("-"); --look-ahead
 // times only off (0), on (1) or on with the next block's columns updated on the side stream
-// too (2, marked "s").
+// too (2, marked "s"). --tail 0: the blocked path runs to the last column instead of
+// handing the trailing matrices to a one-launch kernel where the policy would (GeqrfPlan::
+// tail; rows with a tail end in "tail J", its first column).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -88,6 +90,7 @@ int main(int argc, char** argv) {
   int cta = -1;
   int cluster_ctas = 0;
   int look_ahead = -1;
+  int tail = -1;
   Layout layout = Layout::col_major;
   check::Distribution dist = check::Distribution::mixed;
   double cond = 2;
@@ -133,6 +136,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--look-ahead" && i + 1 < argc) {
       look_ahead = std::clamp(std::atoi(argv[i + 1]), 0, 2);
       i += 2;
+    } else if (arg == "--tail" && i + 1 < argc) {
+      tail = std::atoi(argv[i + 1]) != 0 ? -1 : 0;
+      i += 2;
     } else if (arg == "--cta" && i + 1 < argc) {
       cta = std::atoi(argv[i + 1]);
       i += 2;
@@ -166,7 +172,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
                    "[--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--chol 0|1|2|3] [--chol-rows R] [--chol-short-rows R] "
-                   "[--look-ahead 0|1|2] "
+                   "[--look-ahead 0|1|2] [--tail 0|1] "
                    "[--cta 0|1|2|3] [--cluster-ctas S] "
                    "[--layout row|col] [--dist NAME] [--cond C] "
                    "[m n batch]...\n");
@@ -230,6 +236,7 @@ int main(int argc, char** argv) {
       hints.panel = panel;
       hints.cta = cta;
       hints.cluster_ctas = cluster_ctas;
+      hints.tail = tail;
       const GeqrfPlan plan = make_plan(dev, d, hints);
       // A one-launch plan (warp, fused, cta) is timed once, as outer width 0.
       const bool blocked = plan.algorithm == Algorithm::blocked;
@@ -268,14 +275,17 @@ int main(int argc, char** argv) {
       };
       const bool pass = ok && rep.pass();
       failures += pass ? 0 : 1;
-      std::printf("%6d %6d %6d | %5d%s %2d | %10.4f %10.4f %10.4f %8.3f %8.3f | %s%s\n", m, n, batch, blocked ? outer : 0,
+      const std::string tail_note = plan.tail_at > 0 ? "  tail " + std::to_string(plan.tail_at) : "";
+      std::printf("%6d %6d %6d | %5d%s %2d | %10.4f %10.4f %10.4f %8.3f %8.3f | %s%s%s\n", m, n, batch, blocked ? outer : 0,
                   !plan.look_ahead ? " -" : plan.next_on_side ? " s" : "  ", plan.stripe_update ? (plan.stripe_math == StripeMath::tf32x3 ? 3 : 2) : plan.fused_update ? 1 : 0, median(times),
                   median(queued), median(host), rep.worst_factor, rep.worst_orth, pass ? "pass" : "FAIL",
                   outer == policy.outer_nb && plan.look_ahead == policy.look_ahead &&
                           plan.next_on_side == policy.next_on_side &&
-                          plan.fused_update == policy.fused_update && plan.stripe_update == policy.stripe_update
+                          plan.fused_update == policy.fused_update && plan.stripe_update == policy.stripe_update &&
+                          plan.tail_at == policy.tail_at
                       ? "  (policy)"
-                      : "");
+                      : "",
+                  tail_note.c_str());
       cudaFree(ws);
     }
     cudaFree(a);

@@ -90,6 +90,14 @@ if [ $run_san = 1 ]; then
       --look-ahead 2 --layout $lay --reps 1 600 600 3 1100 300 2 >>"$L" 2>&1
     note "memcheck (look-ahead form 2, $lay): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   done
+  # The blocked path's one-launch tail (GeqrfPlan::tail) on the trailing matrices, through
+  # a pointer offset by tail_at (ld + 1): geqrf_cluster (448^2 x2), geqrf_cta (300^2 x200),
+  # the register kernel (1000x300 x40), both layouts.
+  for lay in row col; do
+    timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 32 \
+      --look-ahead 1 --layout $lay --reps 1 448 448 2 300 300 200 1000 300 40 >>"$L" 2>&1
+    note "memcheck (one-launch tail, $lay): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
+  done
   # larfb_stripe64 (row-major, outer blocks of 64, sm_90a; forced, as the policy keeps it
   # for large batches): TMA, mbarriers, named barriers per warpgroup and wgmma, persistent
   # over items; rows not a multiple of 32 or 64.

@@ -53,6 +53,39 @@ void expect_valid_reg(const RegConfig& rc, int rows, int ncols) {
   EXPECT_LE(rc.warps, rc.max_warps);
 }
 
+// A one-launch kernel's configuration holds an m x n matrix.
+void expect_valid_one(const DeviceInfo& dev, const OneLaunchPlan& one, int m, int n) {
+  SCOPED_TRACE(testing::Message() << "one launch of " << m << " x " << n);
+  switch (one.algorithm) {
+    case Algorithm::warp:
+      EXPECT_LE(m, 32);
+      EXPECT_LE(n, 32);
+      return;
+    case Algorithm::fused:
+      expect_valid_reg(one.fused_reg, m, n);
+      return;
+    case Algorithm::cta_blocked:
+      EXPECT_GE(8 * one.cta_blk.rows_per_lane, m);
+      EXPECT_LE(geqrf_cta_smem(one.cta_blk, n), dev.smem_per_block_optin);
+      return;
+    case Algorithm::cluster_blocked:
+      EXPECT_GE(one.cluster_blk.rows, m);
+      EXPECT_GE(one.cluster_blk.ctas, 2);
+      EXPECT_LE(one.cluster_blk.ctas, kMaxCluster);
+      EXPECT_LE(one.cluster_blk.ctas, (n + 7) / 8);
+      EXPECT_LE(geqrf_cluster_smem(one.cluster_blk, n), dev.smem_per_block_optin);
+      return;
+    case Algorithm::cta:
+      EXPECT_GE(8 * one.cta.rows_per_lane, m);
+      EXPECT_GE(4 * one.cta.warps * one.cta.slots, n);
+      EXPECT_LE(geqr2_cta_smem(one.cta, n), dev.smem_per_block_optin);
+      return;
+    case Algorithm::blocked:
+      ADD_FAILURE() << "not a one-launch plan";
+      return;
+  }
+}
+
 void expect_valid_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
   SCOPED_TRACE(testing::Message() << d.batch << " x " << d.m << " x " << d.n << (dev.tf32x3 ? " tf32x3" : " gemm"));
   const GeqrfPlan plan = make_plan(dev, d);
@@ -60,37 +93,10 @@ void expect_valid_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
   const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
   ASSERT_GE(plan.batch_chunk, 1);
   ASSERT_LE(plan.batch_chunk, d.batch);
-  if (plan.algorithm == Algorithm::warp) {
-    EXPECT_LE(m, 32);
-    EXPECT_LE(n, 32);
+  if (plan.algorithm != Algorithm::blocked) {
+    expect_valid_one(dev, OneLaunchPlan{plan.algorithm, plan.fused_reg, plan.cta, plan.cta_blk, plan.cluster_blk}, m, n);
     EXPECT_EQ(plan.workspace_bytes, 0u);
-    return;
-  }
-  if (plan.algorithm == Algorithm::fused) {
-    expect_valid_reg(plan.fused_reg, m, n);
-    EXPECT_EQ(plan.workspace_bytes, 0u);
-    return;
-  }
-  if (plan.algorithm == Algorithm::cta_blocked) {
-    EXPECT_GE(8 * plan.cta_blk.rows_per_lane, m);
-    EXPECT_LE(geqrf_cta_smem(plan.cta_blk, n), dev.smem_per_block_optin);
-    EXPECT_EQ(plan.workspace_bytes, 0u);
-    return;
-  }
-  if (plan.algorithm == Algorithm::cluster_blocked) {
-    EXPECT_GE(plan.cluster_blk.rows, m);
-    EXPECT_GE(plan.cluster_blk.ctas, 2);
-    EXPECT_LE(plan.cluster_blk.ctas, kMaxCluster);
-    EXPECT_LE(plan.cluster_blk.ctas, (n + 7) / 8);
-    EXPECT_LE(geqrf_cluster_smem(plan.cluster_blk, n), dev.smem_per_block_optin);
-    EXPECT_EQ(plan.workspace_bytes, 0u);
-    return;
-  }
-  if (plan.algorithm == Algorithm::cta) {
-    EXPECT_GE(8 * plan.cta.rows_per_lane, m);
-    EXPECT_GE(4 * plan.cta.warps * plan.cta.slots, n);
-    EXPECT_LE(geqr2_cta_smem(plan.cta, n), dev.smem_per_block_optin);
-    EXPECT_EQ(plan.workspace_bytes, 0u);
+    EXPECT_EQ(plan.tail_at, 0);
     return;
   }
   ASSERT_GE(plan.nb, 1);
@@ -123,6 +129,13 @@ void expect_valid_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
   EXPECT_GE(plan.workspace_bytes, blas + static_cast<std::size_t>(plan.batch_chunk) * one);
   // Bounded: a chunk of one matrix, or the chunk cap.
   EXPECT_LE(plan.workspace_bytes, blas + std::max(one, kMaxWorkspace));
+  // The tail: a one-launch kernel on the trailing matrices from a column where an outer block starts.
+  if (plan.tail_at > 0) {
+    EXPECT_EQ(plan.trailing, Trailing::gemm);
+    EXPECT_EQ(plan.tail_at % plan.outer_nb, 0);
+    EXPECT_LT(plan.tail_at, k);
+    expect_valid_one(dev, plan.tail, m - plan.tail_at, n - plan.tail_at);
+  }
   for (int j0 = 0; j0 < k; j0 += plan.nb) {
     const int jb = std::min(plan.nb, k - j0), rows = m - j0;
     const PanelPlan pp = panel_plan(dev, rows, jb, jb, n - j0 - jb > 0, plan.batch_chunk);
@@ -564,6 +577,59 @@ TEST(CudaPolicy, NextBlockOnTheSideStreamForTwoLevelRowMajor) {
   hints.look_ahead = 0;
   EXPECT_FALSE(make_plan(dev, row, hints).next_on_side);
   EXPECT_FALSE(make_plan(dev, row, hints).look_ahead);
+}
+
+// LAPACK's crossover: the blocked path hands the trailing matrices to the first one-launch
+// kernel that the policy takes whole at that size and batch, from an outer block's first
+// column; hint 0 keeps the blocked path to the end.
+TEST(CudaPolicy, BlockedPathEndsInAOneLaunchTail) {
+  const DeviceInfo dev = h200();
+  for (const Layout layout : {Layout::row_major, Layout::col_major}) {
+    for (const auto& [m, n, batch] : {std::tuple{352, 352, 40}, std::tuple{512, 512, 640}, std::tuple{1024, 1024, 60},
+                                       std::tuple{2048, 2048, 8}, std::tuple{4096, 4096, 2}, std::tuple{300, 300, 600},
+                                       std::tuple{448, 448, 2}, std::tuple{1000, 300, 40}, std::tuple{400, 600, 8}}) {
+      SCOPED_TRACE(testing::Message() << batch << " x " << m << " x " << n);
+      const GeqrfDesc d = make_geqrf_desc(m, n, batch, layout);
+      const GeqrfPlan plan = make_plan(dev, d);
+      ASSERT_EQ(plan.algorithm, Algorithm::blocked);
+      ASSERT_GT(plan.tail_at, 0);
+      // The first such column: the block before it is still blocked.
+      const int j = plan.tail_at;
+      EXPECT_EQ(one_launch_plan(dev, m - j, n - j, plan.batch_chunk).algorithm, plan.tail.algorithm);
+      if (j > plan.outer_nb)
+        EXPECT_EQ(one_launch_plan(dev, m - j + plan.outer_nb, n - j + plan.outer_nb, plan.batch_chunk).algorithm,
+                  Algorithm::blocked);
+      PlanHints off;
+      off.tail = 0;
+      EXPECT_EQ(make_plan(dev, d, off).tail_at, 0);
+      EXPECT_EQ(make_plan(dev, d, off).workspace_bytes, plan.workspace_bytes);
+    }
+  }
+  // Which kernels: the suite's 40 x 352^2 ends on geqrf_cluster (288^2 on 2 CTAs), 60 x 1024^2
+  // too (256^2), 8 x 2048^2 and 2 x 4096^2 on 6 CTAs (384^2), 640 x 512^2 in the register
+  // kernel (64^2); and the GPU test's cases (OneLaunchTail).
+  auto tail = [&](int m, int n, int batch) { return make_plan(dev, make_geqrf_desc(m, n, batch, Layout::row_major)); };
+  EXPECT_EQ(tail(352, 352, 40).tail.algorithm, Algorithm::cluster_blocked);
+  EXPECT_EQ(tail(352, 352, 40).tail_at, 64);
+  EXPECT_EQ(tail(352, 352, 40).tail.cluster_blk.ctas, 2);
+  EXPECT_EQ(tail(1024, 1024, 60).tail.algorithm, Algorithm::cluster_blocked);
+  EXPECT_EQ(tail(1024, 1024, 60).tail_at, 768);
+  EXPECT_EQ(tail(2048, 2048, 8).tail.algorithm, Algorithm::cluster_blocked);
+  EXPECT_EQ(tail(2048, 2048, 8).tail_at, 1664);
+  EXPECT_EQ(tail(4096, 4096, 2).tail_at, 3712);
+  EXPECT_EQ(tail(512, 512, 640).tail.algorithm, Algorithm::fused);
+  EXPECT_EQ(tail(512, 512, 640).tail_at, 448);
+  EXPECT_EQ(tail(448, 448, 2).tail.algorithm, Algorithm::cluster_blocked);
+  EXPECT_EQ(tail(700, 700, 4).tail.algorithm, Algorithm::cluster_blocked);
+  EXPECT_EQ(tail(300, 300, 200).tail.algorithm, Algorithm::cta_blocked);
+  EXPECT_EQ(tail(520, 520, 130).tail.algorithm, Algorithm::cta_blocked);
+  EXPECT_EQ(tail(520, 520, 130).outer_nb, 64);
+  EXPECT_EQ(tail(1000, 300, 40).tail.algorithm, Algorithm::fused);
+  EXPECT_EQ(tail(300, 300, 600).tail.algorithm, Algorithm::fused);
+  // The tf32x3 trailing update (Math::tf32x3) keeps its own loop.
+  DeviceInfo tf = dev;
+  tf.tf32x3 = true;
+  EXPECT_EQ(make_plan(tf, make_geqrf_desc(352, 352, 40, Layout::row_major)).tail_at, 0);
 }
 
 // The row split that larfb_stripe's cluster variant assumes: one CTA up to 1024 rows; then

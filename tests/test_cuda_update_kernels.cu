@@ -424,6 +424,71 @@ TEST_F(UpdateKernels, LookAheadForms) {
   }
 }
 
+// LAPACK's crossover (GeqrfPlan::tail): the blocked path stops at an outer block's first
+// column and one launch factors the trailing matrices. Against the blocked path to the end
+// (PlanHints::tail 0) on the same inputs: both pass the gate, and where the updates are
+// larfb_stripe's everything outside the trailing block (the reflectors and R of the first
+// tail_at columns, and R's rows above it) is bit for bit the same, since only the tail's
+// launch differs. The tail's kernels: geqrf_cluster, geqrf_cta and the register kernel, in
+// both layouts, padded (the tail's pointer is offset by tail_at (ld + 1)), one and two levels.
+TEST_F(UpdateKernels, OneLaunchTail) {
+  using cuda::Algorithm;
+  struct Case {
+    int m, n, batch;
+    Layout layout;
+    bool pad;
+    Algorithm tail;
+  };
+  const Case cases[] = {{352, 352, 40, Layout::row_major, false, Algorithm::cluster_blocked},
+                        {352, 352, 40, Layout::col_major, true, Algorithm::cluster_blocked},
+                        {448, 448, 2, Layout::row_major, true, Algorithm::cluster_blocked},
+                        {700, 700, 4, Layout::col_major, false, Algorithm::cluster_blocked},
+                        {300, 300, 200, Layout::row_major, false, Algorithm::cta_blocked},
+                        {520, 520, 130, Layout::row_major, false, Algorithm::cta_blocked},
+                        {520, 520, 130, Layout::col_major, true, Algorithm::cta_blocked},
+                        {1000, 300, 40, Layout::col_major, false, Algorithm::fused},
+                        {300, 300, 600, Layout::row_major, true, Algorithm::fused}};
+  int covered[6] = {};
+  for (const Case& c : cases) {
+    if (c.tail == Algorithm::cluster_blocked && !dev_.cluster_launch) continue;
+    const GeqrfDesc d = c.pad ? padded(c.m, c.n, c.batch, c.layout) : make_geqrf_desc(c.m, c.n, c.batch, c.layout);
+    PlanHints hints[2];
+    hints[1].tail = 0;
+    const GeqrfPlan plan = cuda::make_plan(dev_, d, hints[0]);
+    ASSERT_EQ(plan.algorithm, Algorithm::blocked);
+    ASSERT_GT(plan.tail_at, 0) << c.m << " x " << c.n << " x " << c.batch;
+    ASSERT_EQ(plan.tail.algorithm, c.tail) << c.m << " x " << c.n << " x " << c.batch;
+    ASSERT_EQ(cuda::make_plan(dev_, d, hints[1]).tail_at, 0);
+    ++covered[static_cast<int>(c.tail)];
+    const std::uint64_t seed = fresh_seed();
+    const std::vector<float> h = generate_batch(d, Distribution::mixed, 2.0, seed);
+    const std::string name = describe(d, Distribution::mixed, 2.0, seed) + " tail at " + std::to_string(plan.tail_at);
+    std::vector<float> out[2], taus[2];
+    for (int f = 0; f < 2; ++f) {
+      check_batch(d, hints[f], h, name + (f == 0 ? " (tail)" : " (blocked to the end)"));
+      factor(d, hints[f], h, out[f], taus[f]);
+    }
+    if (!plan.stripe_update) continue;
+    const int j = plan.tail_at;
+    for (std::int64_t b = 0; b < d.batch; ++b) {
+      for (int i = 0; i < c.m; ++i)
+        for (int col = 0; col < c.n; ++col) {
+          if (i >= j && col >= j) continue;  // the tail's block
+          const std::size_t at = static_cast<std::size_t>(b * d.stride) +
+                                 (c.layout == Layout::row_major ? static_cast<std::size_t>(i) * d.ld + col
+                                                                : static_cast<std::size_t>(col) * d.ld + i);
+          ASSERT_EQ(std::memcmp(&out[0][at], &out[1][at], sizeof(float)), 0)
+              << name << " matrix " << b << " (" << i << ", " << col << ")";
+        }
+      for (int q = 0; q < j; ++q)
+        ASSERT_EQ(std::memcmp(&taus[0][b * d.tau_stride + q], &taus[1][b * d.tau_stride + q], sizeof(float)), 0)
+            << name << " matrix " << b << " tau " << q;
+    }
+  }
+  EXPECT_GT(covered[static_cast<int>(Algorithm::cta_blocked)], 0);
+  EXPECT_GT(covered[static_cast<int>(Algorithm::fused)], 0);
+}
+
 // larft_merge_pair on clusters of 1-8 CTAs per matrix (and the policy's count): V of 1100,
 // 2100 and 700 rows, and outer blocks whose V has fewer rows than the cluster has passes
 // (300: the last merge's 108 rows leave CTAs without rows), both layouts.

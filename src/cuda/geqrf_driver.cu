@@ -251,6 +251,28 @@ Status outer_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args,
   return launch_larft_merge(LarftMergeArgs{out.t, out.t_stride, s_ws, s_stride, JB}, nbat, stream);
 }
 
+// One launch of `one` on the m x n matrices at a (d's ld and stride), tau (d's tau_stride):
+// a whole matrix, or the blocked path's tail (a and tau offset to its first column).
+Status launch_one(const GeqrfDesc& d, const OneLaunchPlan& one, float* a, float* tau, int m, int n, std::int64_t nbat,
+                  cudaStream_t stream) {
+  const Geqr2CtaArgs g{a, d.ld, d.stride, tau, d.tau_stride, m, n};
+  switch (one.algorithm) {
+    case Algorithm::warp:
+      return launch_geqr2_warp(d.layout, Geqr2WarpArgs{a, d.ld, d.stride, tau, d.tau_stride, nbat, m, n}, stream);
+    case Algorithm::cta:
+      return launch_geqr2_cta(d.layout, g, one.cta, nbat, stream);
+    case Algorithm::cta_blocked:
+      return launch_geqrf_cta(d.layout, g, one.cta_blk, nbat, stream);
+    case Algorithm::cluster_blocked:
+      return launch_geqrf_cluster(d.layout, g, one.cluster_blk, nbat, stream);
+    case Algorithm::fused:
+      return launch_geqr2_reg(d.layout, reg_args(d, a, tau, 0, m, n, std::min(m, n)), one.fused_reg, nbat, stream);
+    case Algorithm::blocked:
+      break;
+  }
+  return Status::not_supported;  // not a one-launch plan
+}
+
 }  // namespace
 
 Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Arguments& args, void* workspace,
@@ -318,32 +340,9 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
     float* a = args.a + b0 * d.stride;
     float* tau = args.tau + b0 * d.tau_stride;
 
-    if (plan.algorithm == Algorithm::warp) {
-      Geqr2WarpArgs g{a, d.ld, d.stride, tau, d.tau_stride, nbat, m, n};
-      const Status st = launch_geqr2_warp(d.layout, g, stream);
-      if (st != Status::success) return st;
-      continue;
-    }
-    if (plan.algorithm == Algorithm::cta) {
-      const Geqr2CtaArgs g{a, d.ld, d.stride, tau, d.tau_stride, m, n};
-      const Status st = launch_geqr2_cta(d.layout, g, plan.cta, nbat, stream);
-      if (st != Status::success) return st;
-      continue;
-    }
-    if (plan.algorithm == Algorithm::cta_blocked) {
-      const Geqr2CtaArgs g{a, d.ld, d.stride, tau, d.tau_stride, m, n};
-      const Status st = launch_geqrf_cta(d.layout, g, plan.cta_blk, nbat, stream);
-      if (st != Status::success) return st;
-      continue;
-    }
-    if (plan.algorithm == Algorithm::cluster_blocked) {
-      const Geqr2CtaArgs g{a, d.ld, d.stride, tau, d.tau_stride, m, n};
-      const Status st = launch_geqrf_cluster(d.layout, g, plan.cluster_blk, nbat, stream);
-      if (st != Status::success) return st;
-      continue;
-    }
-    if (plan.algorithm == Algorithm::fused) {
-      const Status st = launch_geqr2_reg(d.layout, reg_args(d, a, tau, 0, m, n, k), plan.fused_reg, nbat, stream);
+    if (plan.algorithm != Algorithm::blocked) {
+      const OneLaunchPlan one{plan.algorithm, plan.fused_reg, plan.cta, plan.cta_blk, plan.cluster_blk};
+      const Status st = launch_one(d, one, a, tau, m, n, nbat, stream);
       if (st != Status::success) return st;
       continue;
     }
@@ -367,8 +366,9 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
       bool next_marked = false;  // next_side: the caller's stream recorded ev_next in the previous block
       const std::int64_t w_stride = static_cast<std::int64_t>(plan.w_floats);
       const std::int64_t w_inner_stride = static_cast<std::int64_t>(plan.w_inner_floats);
-      for (int J0 = 0, step = 0; J0 < k; J0 += NB, ++step) {
-        const int JB = std::min(NB, k - J0);
+      const int kb = plan.tail_at > 0 ? plan.tail_at : k;  // columns of the blocked loop
+      for (int J0 = 0, step = 0; J0 < kb; J0 += NB, ++step) {
+        const int JB = std::min(NB, kb - J0);
         const int trailing = n - J0 - JB;
         PanelOut out;
         out.t = t_ws + static_cast<std::size_t>(step % 2) * chunk * plan.t_floats;
@@ -386,7 +386,7 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
         BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_panel, side));
         BATCHQR_CUDA_TRY(cudaStreamWaitEvent(stream, res.ev_panel, 0));
         const int c0 = J0 + JB;
-        const int next = c0 < k ? std::min(NB, k - c0) : 0;  // next outer panel's width
+        const int next = c0 < kb ? std::min(NB, kb - c0) : 0;  // next outer panel's width (none before the tail)
         if (next_side) {
           // The next block's columns here; the previous block's update of them (the caller's
           // stream, first) is what ev_next marks.
@@ -399,7 +399,7 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
           next_marked = false;
           const int c1 = c0 + ns, rest = trailing - ns;
           if (rest > 0) {
-            const int next2 = c1 < k ? std::min(NB, k - c1) : 0;  // the block after next
+            const int next2 = c1 < kb ? std::min(NB, kb - c1) : 0;  // the block after next
             const int first = next2 > 0 && next2 < rest ? next2 : rest;
             st = update_columns(plan, res.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c1, first, nbat);
             if (st != Status::success) return st;
@@ -432,6 +432,12 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
       // (the next chunk reuses the workspace).
       BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_join, side));
       BATCHQR_CUDA_TRY(cudaStreamWaitEvent(stream, res.ev_join, 0));
+      if (plan.tail_at > 0) {  // after the last update, on the caller's stream
+        const int j = plan.tail_at;
+        const Status st = launch_one(d, plan.tail, a + static_cast<std::int64_t>(j) * (d.ld + 1), tau + j, m - j, n - j,
+                                     nbat, stream);
+        if (st != Status::success) return st;
+      }
       continue;
     }
 

@@ -320,58 +320,70 @@ bool cta_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
   return (m <= 64 && batch <= 2 * sms) || (m <= 128 && batch <= sms);
 }
 
-GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& hints) {
-  GeqrfPlan plan;
-  const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
-  // A one-launch plan: the whole matrix, the whole batch, no workspace.
-  auto one_launch = [&](Algorithm a) {
-    plan.algorithm = a;
-    plan.nb = k;
-    plan.batch_chunk = d.batch;
-    return plan;
+OneLaunchPlan one_launch_plan(const DeviceInfo& dev, int m, int n, std::int64_t batch, const PlanHints& hints) {
+  OneLaunchPlan one;
+  auto take = [&](Algorithm a) {
+    one.algorithm = a;
+    return one;
   };
   // Tiny matrices: one warp each, no CTA barriers (docs/perf-notes.md: the CTA kernel's
   // per-column chain of barriers and cross-warp sums cost ~1 us per column at any shape).
-  if (warp_qr_rows(m, n) > 0)
-    return one_launch(Algorithm::warp);
+  if (warp_qr_rows(m, n) > 0) return take(Algorithm::warp);
   // A geqrf_cluster launch of cfg; a hint's CTA count clamped to [the fewest that hold the
   // matrix, the most].
   auto on_cluster = [&](ClusterBlkConfig cfg) {
     if (hints.cluster_ctas > 0)
       cfg.ctas = std::max(geqrf_cluster_config(dev, m, n).ctas, std::min(hints.cluster_ctas, geqrf_cluster_max_ctas(n)));
-    plan.cluster_blk = cfg;
-    return one_launch(Algorithm::cluster_blocked);
+    one.cluster_blk = cfg;
+    return take(Algorithm::cluster_blocked);
   };
   // geqrf_cluster ahead of geqrf_cta where its split update pays (cluster_ahead_of_cta).
   if (hints.cta == -1 && cluster_ahead_of_cta(m, n)) {
-    const ClusterBlkConfig cfg = cluster_blocked_geqrf(dev, m, n, d.batch);
+    const ClusterBlkConfig cfg = cluster_blocked_geqrf(dev, m, n, batch);
     if (cfg.rows > 0) return on_cluster(cfg);
   }
   // The whole matrix in one CTA's shared memory, blocked (geqrf_cta): for few matrices.
   if (hints.cta == 2 || hints.cta == -1) {
-    plan.cta_blk = geqrf_cta_config(dev, m, n);
-    if (plan.cta_blk.rows_per_lane > 0 && (hints.cta == 2 || cta_blocked_geqrf(dev, m, n, d.batch)))
-      return one_launch(Algorithm::cta_blocked);
-    plan.cta_blk = {};
+    one.cta_blk = geqrf_cta_config(dev, m, n);
+    if (one.cta_blk.rows_per_lane > 0 && (hints.cta == 2 || cta_blocked_geqrf(dev, m, n, batch)))
+      return take(Algorithm::cta_blocked);
+    one.cta_blk = {};
   }
   // Past one CTA's shared memory, the same on a cluster (geqrf_cluster): for few matrices.
   if (hints.cta == 3 || hints.cta == -1) {
-    ClusterBlkConfig cfg = cluster_blocked_geqrf(dev, m, n, d.batch);
+    ClusterBlkConfig cfg = cluster_blocked_geqrf(dev, m, n, batch);
     if (cfg.rows == 0 && hints.cta == 3) cfg = geqrf_cluster_config(dev, m, n);
     if (cfg.rows > 0) return on_cluster(cfg);
   }
   // The whole matrix in one CTA's registers, warps owning columns (geqr2_cta): ahead of the
   // register kernel below.
-  plan.cta = hints.cta == 0 || hints.cta == 2 ? CtaConfig{} : geqr2_cta_config(dev, m, n);
-  if (plan.cta.rows_per_lane > 0 && (hints.cta == 1 || cta_geqrf(dev, m, n, d.batch)))
-    return one_launch(Algorithm::cta);
-  plan.cta = {};
+  one.cta = hints.cta == 0 || hints.cta == 2 ? CtaConfig{} : geqr2_cta_config(dev, m, n);
+  if (one.cta.rows_per_lane > 0 && (hints.cta == 1 || cta_geqrf(dev, m, n, batch))) return take(Algorithm::cta);
+  one.cta = {};
   // The whole matrix in one CTA's registers: one launch, no T factor, no trailing passes.
   // Only up to two column tiles (reg_config): past that every column step updates the whole
   // width (BLAS-2) and the blocked path with GEMM updates was faster (docs/perf-notes.md).
-  plan.fused_reg = reg_config(dev, m, n, d.batch);
-  if (plan.fused_reg.rows_per_warp > 0)
-    return one_launch(Algorithm::fused);
+  one.fused_reg = reg_config(dev, m, n, batch);
+  if (one.fused_reg.rows_per_warp > 0) return take(Algorithm::fused);
+  one.fused_reg = {};
+  return one;
+}
+
+GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& hints) {
+  GeqrfPlan plan;
+  const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
+  // A one-launch plan: the whole matrix, the whole batch, no workspace.
+  const OneLaunchPlan whole = one_launch_plan(dev, m, n, d.batch, hints);
+  if (whole.algorithm != Algorithm::blocked) {
+    plan.algorithm = whole.algorithm;
+    plan.fused_reg = whole.fused_reg;
+    plan.cta = whole.cta;
+    plan.cta_blk = whole.cta_blk;
+    plan.cluster_blk = whole.cluster_blk;
+    plan.nb = k;
+    plan.batch_chunk = d.batch;
+    return plan;
+  }
   plan.algorithm = Algorithm::blocked;
   plan.trailing = dev.tf32x3 ? Trailing::mma_tf32x3 : Trailing::gemm;
   plan.nb = std::min(kMaxPanelWidth, k);
@@ -437,6 +449,19 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
         sizeof(int);
     plan.batch_chunk = std::max<std::int64_t>(1, std::min<std::int64_t>(d.batch, kMaxWorkspace / per));
     plan.workspace_bytes = once + static_cast<std::size_t>(plan.batch_chunk) * per;
+    // LAPACK's crossover: once the trailing matrices are ones that the policy factors whole,
+    // one launch finishes them instead of the blocked path's panels, updates and merges,
+    // whose chain of launches costs more at those sizes (the rules above and
+    // docs/perf-notes.md v36). The tail's kernels need no workspace.
+    if (hints.tail != 0) {
+      for (int j = outer; j < k; j += outer) {
+        const OneLaunchPlan tail = one_launch_plan(dev, m - j, n - j, plan.batch_chunk, hints);
+        if (tail.algorithm == Algorithm::blocked) continue;
+        plan.tail_at = j;
+        plan.tail = tail;
+        break;
+      }
+    }
     return plan;
   }
   plan.t_floats = static_cast<std::size_t>(kMaxPanelWidth) * kMaxPanelWidth;

@@ -89,6 +89,16 @@ enum class Trailing {
   mma_tf32x3,  // batchqr's larfb kernels on tensor cores (larfb.cuh); 3xTF32
 };
 
+// One launch that factors a whole matrix (any algorithm but blocked) with its kernel's
+// configuration; algorithm == blocked: none (the blocked path).
+struct OneLaunchPlan {
+  Algorithm algorithm = Algorithm::blocked;
+  RegConfig fused_reg;
+  CtaConfig cta;
+  CtaBlkConfig cta_blk;
+  ClusterBlkConfig cluster_blk;
+};
+
 struct GeqrfPlan {
   Algorithm algorithm = Algorithm::blocked;
   RegConfig fused_reg;           // fused: the register configuration
@@ -123,6 +133,12 @@ struct GeqrfPlan {
   // outer block (its rows differ).
   int merge_ctas = 0;
   PanelHints panel;              // as PlanHints gave them (panel_plan() decides per panel)
+  // gemm: LAPACK's crossover (geqrf's nx): the blocked loop stops at column tail_at (a
+  // multiple of outer_nb; 0: it runs to the end) and one launch of `tail` factors the
+  // trailing (m - tail_at) x (n - tail_at) matrices, the first that the policy takes whole
+  // (one_launch_plan) at the chunk's batch.
+  int tail_at = 0;
+  OneLaunchPlan tail;
   std::int64_t batch_chunk = 1;  // matrices per pass; bounds the workspace
   // Workspace per matrix, in floats:
   std::size_t t_floats = 0;      // T factor (outer_nb^2 for gemm)
@@ -148,6 +164,7 @@ struct PlanHints {
   int stripe_wide = -1;  // wide updates taller than a CTA's stripe: 0 never, 1 always on larfb_stripe; -1: the policy's
   int stripe64 = -1;     // 0: never larfb_stripe64; 1: wherever it can; -1: the policy's
   int merge_ctas = 0;    // larft_merge_pair's CTAs per matrix (1..8, where clusters launch); 0: the policy's
+  int tail = -1;         // 0: the blocked path runs to the end (no GeqrfPlan::tail); -1: the policy's
   PanelHints panel;       // the blocked path's panel kernels
 };
 
@@ -189,6 +206,10 @@ PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool
                      std::int64_t batch, const PanelHints& hints = {});
 LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int tiles);
 GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& desc, const PlanHints& hints = {});
+// The one-launch kernel the policy takes for an m x n matrix of each of `batch` matrices
+// (warp, cluster_blocked, cta_blocked, cta, fused, in that order, as hints.cta allows), or
+// none (algorithm == blocked): make_plan's first choice, and the blocked path's tail.
+OneLaunchPlan one_launch_plan(const DeviceInfo& dev, int m, int n, std::int64_t batch, const PlanHints& hints = {});
 // Outer blocks of 64 columns from this many elements of trailing matrix per column step
 // (batch x k^2) on (outer_width, policy.cu).
 inline constexpr double kTwoLevelMinWork = 3e7;
