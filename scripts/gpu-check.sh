@@ -92,10 +92,10 @@ if [ $run_san = 1 ]; then
   done
   # The blocked path's one-launch tail (GeqrfPlan::tail) on the trailing matrices, through
   # a pointer offset by tail_at (ld + 1): geqrf_cluster (448^2 x2), geqrf_cta (300^2 x200),
-  # the register kernel (1000x300 x40), both layouts.
+  # the register kernel (600x200 x64), both layouts.
   for lay in row col; do
     timeout 150 compute-sanitizer --tool memcheck --error-exitcode 1 "$BUILD/geqrf_outer_sweep" --outer 32 \
-      --look-ahead 1 --layout $lay --reps 1 448 448 2 300 300 200 1000 300 40 >>"$L" 2>&1
+      --look-ahead 1 --layout $lay --reps 1 448 448 2 300 300 200 600 200 64 >>"$L" 2>&1
     note "memcheck (one-launch tail, $lay): rc=$? $(grep -E 'ERROR SUMMARY' "$L" | tail -1)"
   done
   # larfb_stripe64 (row-major, outer blocks of 64, sm_90a; forced, as the policy keeps it

@@ -587,12 +587,13 @@ TEST(CudaPolicy, BlockedPathEndsInAOneLaunchTail) {
   for (const Layout layout : {Layout::row_major, Layout::col_major}) {
     for (const auto& [m, n, batch] : {std::tuple{352, 352, 40}, std::tuple{512, 512, 640}, std::tuple{1024, 1024, 60},
                                        std::tuple{2048, 2048, 8}, std::tuple{4096, 4096, 2}, std::tuple{300, 300, 600},
-                                       std::tuple{448, 448, 2}, std::tuple{1000, 300, 40}, std::tuple{400, 600, 8}}) {
+                                       std::tuple{448, 448, 2}, std::tuple{600, 200, 64}, std::tuple{400, 600, 8}}) {
       SCOPED_TRACE(testing::Message() << batch << " x " << m << " x " << n);
       const GeqrfDesc d = make_geqrf_desc(m, n, batch, layout);
       const GeqrfPlan plan = make_plan(dev, d);
       ASSERT_EQ(plan.algorithm, Algorithm::blocked);
       ASSERT_GT(plan.tail_at, 0);
+      EXPECT_GT(n - plan.tail_at, plan.nb);  // more than the last panel
       // The first such column: the block before it is still blocked.
       const int j = plan.tail_at;
       EXPECT_EQ(one_launch_plan(dev, m - j, n - j, plan.batch_chunk).algorithm, plan.tail.algorithm);
@@ -624,7 +625,12 @@ TEST(CudaPolicy, BlockedPathEndsInAOneLaunchTail) {
   EXPECT_EQ(tail(300, 300, 200).tail.algorithm, Algorithm::cta_blocked);
   EXPECT_EQ(tail(520, 520, 130).tail.algorithm, Algorithm::cta_blocked);
   EXPECT_EQ(tail(520, 520, 130).outer_nb, 64);
-  EXPECT_EQ(tail(1000, 300, 40).tail.algorithm, Algorithm::fused);
+  EXPECT_EQ(tail(600, 200, 64).tail.algorithm, Algorithm::fused);
+  EXPECT_EQ(tail(600, 200, 64).tail_at, 160);
+  // No tail of one panel: the register kernel would take the last 12, 28 or 32 columns here.
+  EXPECT_EQ(tail(1000, 300, 40).tail_at, 0);
+  EXPECT_EQ(tail(1300, 700, 6).tail_at, 0);
+  EXPECT_EQ(tail(1024, 512, 100).tail_at, 0);
   EXPECT_EQ(tail(300, 300, 600).tail.algorithm, Algorithm::fused);
   // The tf32x3 trailing update (Math::tf32x3) keeps its own loop.
   DeviceInfo tf = dev;

@@ -446,7 +446,7 @@ TEST_F(UpdateKernels, OneLaunchTail) {
                         {300, 300, 200, Layout::row_major, false, Algorithm::cta_blocked},
                         {520, 520, 130, Layout::row_major, false, Algorithm::cta_blocked},
                         {520, 520, 130, Layout::col_major, true, Algorithm::cta_blocked},
-                        {1000, 300, 40, Layout::col_major, false, Algorithm::fused},
+                        {600, 200, 64, Layout::col_major, false, Algorithm::fused},
                         {300, 300, 600, Layout::row_major, true, Algorithm::fused}};
   int covered[6] = {};
   for (const Case& c : cases) {

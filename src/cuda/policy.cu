@@ -453,8 +453,12 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     // one launch finishes them instead of the blocked path's panels, updates and merges,
     // whose chain of launches costs more at those sizes (the rules above and
     // docs/perf-notes.md v36). The tail's kernels need no workspace.
+    // Not where at most one panel of columns remains: that panel is one launch already, and
+    // panel_plan's choice for it (geqr2_wcol past 192 rows) beat the register kernel that
+    // the whole-matrix rules take there (v36: 1300x700 x6, tail of 28 columns, +1.8%;
+    // 1024x512 x100, 32 columns, +1.2%).
     if (hints.tail != 0) {
-      for (int j = outer; j < k; j += outer) {
+      for (int j = outer; j < k && n - j > plan.nb; j += outer) {
         const OneLaunchPlan tail = one_launch_plan(dev, m - j, n - j, plan.batch_chunk, hints);
         if (tail.algorithm == Algorithm::blocked) continue;
         plan.tail_at = j;

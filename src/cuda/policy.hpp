@@ -136,7 +136,7 @@ struct GeqrfPlan {
   // gemm: LAPACK's crossover (geqrf's nx): the blocked loop stops at column tail_at (a
   // multiple of outer_nb; 0: it runs to the end) and one launch of `tail` factors the
   // trailing (m - tail_at) x (n - tail_at) matrices, the first that the policy takes whole
-  // (one_launch_plan) at the chunk's batch.
+  // (one_launch_plan) at the chunk's batch and that are wider than one panel.
   int tail_at = 0;
   OneLaunchPlan tail;
   std::int64_t batch_chunk = 1;  // matrices per pass; bounds the workspace
