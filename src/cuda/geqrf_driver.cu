@@ -1,6 +1,7 @@
 // The geqrf algorithm driver: LAPACK's blocked loop (geqr2 panel + larft, then larfb)
-// over a batch, with look-ahead, or a single fused launch when a whole matrix fits in the
-// registers of one CTA.
+// over a batch, with look-ahead, up to a crossover past which one launch of a whole-matrix
+// kernel finishes the trailing matrices (GeqrfPlan::tail); or that one launch alone when
+// the policy takes the whole matrix (one warp, CTA or cluster per matrix).
 #include <algorithm>
 #include <climits>
 #include <utility>
