@@ -94,7 +94,7 @@ void expect_valid_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
   ASSERT_GE(plan.batch_chunk, 1);
   ASSERT_LE(plan.batch_chunk, d.batch);
   if (plan.algorithm != Algorithm::blocked) {
-    expect_valid_one(dev, OneLaunchPlan{plan.algorithm, plan.fused_reg, plan.cta, plan.cta_blk, plan.cluster_blk}, m, n);
+    expect_valid_one(dev, plan, m, n);
     EXPECT_EQ(plan.workspace_bytes, 0u);
     EXPECT_EQ(plan.tail_at, 0);
     return;

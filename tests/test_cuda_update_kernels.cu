@@ -474,9 +474,7 @@ TEST_F(UpdateKernels, OneLaunchTail) {
       for (int i = 0; i < c.m; ++i)
         for (int col = 0; col < c.n; ++col) {
           if (i >= j && col >= j) continue;  // the tail's block
-          const std::size_t at = static_cast<std::size_t>(b * d.stride) +
-                                 (c.layout == Layout::row_major ? static_cast<std::size_t>(i) * d.ld + col
-                                                                : static_cast<std::size_t>(col) * d.ld + i);
+          const std::size_t at = element_index(d, b, i, col);
           ASSERT_EQ(std::memcmp(&out[0][at], &out[1][at], sizeof(float)), 0)
               << name << " matrix " << b << " (" << i << ", " << col << ")";
         }
@@ -578,9 +576,7 @@ TEST_F(UpdateKernels, CholPanel) {
       const GeqrfDesc d = make_geqrf_desc(one_cta ? 400 : 1500, 64, 6, layout);
       const std::uint64_t seed = fresh_seed();
       std::vector<float> h = generate_batch(d, Distribution::dense, 1.0, seed);
-      auto at = [&](int b, int i, int j) -> float& {
-        return h[b * d.stride + (layout == Layout::row_major ? i * d.ld + j : j * d.ld + i)];
-      };
+      auto at = [&](int b, int i, int j) -> float& { return h[element_index(d, b, i, j)]; };
       for (int i = 0; i < d.m; ++i) {
         at(1, i, 5) = 0.0f;          // a zero column: a zero pivot
         at(2, i, 7) = at(2, i, 3);   // two equal columns

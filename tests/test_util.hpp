@@ -41,6 +41,10 @@ inline std::size_t batch_extent(const GeqrfDesc& d) {
   const std::int64_t span = d.layout == Layout::row_major ? (d.m - 1) * d.ld + d.n : (d.n - 1) * d.ld + d.m;
   return static_cast<std::size_t>((d.batch - 1) * d.stride + span);
 }
+// Index of element (i, j) of matrix b of a strided batch.
+inline std::size_t element_index(const GeqrfDesc& d, std::int64_t b, std::int64_t i, std::int64_t j) {
+  return static_cast<std::size_t>(b * d.stride + (d.layout == Layout::row_major ? i * d.ld + j : j * d.ld + i));
+}
 inline std::size_t tau_extent(const GeqrfDesc& d) {
   const std::int64_t k = d.m < d.n ? d.m : d.n;
   if (d.batch == 0 || k == 0) return 0;

@@ -342,8 +342,7 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
     float* tau = args.tau + b0 * d.tau_stride;
 
     if (plan.algorithm != Algorithm::blocked) {
-      const OneLaunchPlan one{plan.algorithm, plan.fused_reg, plan.cta, plan.cta_blk, plan.cluster_blk};
-      const Status st = launch_one(d, one, a, tau, m, n, nbat, stream);
+      const Status st = launch_one(d, plan, a, tau, m, n, nbat, stream);
       if (st != Status::success) return st;
       continue;
     }

@@ -375,11 +375,7 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
   // A one-launch plan: the whole matrix, the whole batch, no workspace.
   const OneLaunchPlan whole = one_launch_plan(dev, m, n, d.batch, hints);
   if (whole.algorithm != Algorithm::blocked) {
-    plan.algorithm = whole.algorithm;
-    plan.fused_reg = whole.fused_reg;
-    plan.cta = whole.cta;
-    plan.cta_blk = whole.cta_blk;
-    plan.cluster_blk = whole.cluster_blk;
+    static_cast<OneLaunchPlan&>(plan) = whole;
     plan.nb = k;
     plan.batch_chunk = d.batch;
     return plan;

@@ -93,18 +93,14 @@ enum class Trailing {
 // configuration; algorithm == blocked: none (the blocked path).
 struct OneLaunchPlan {
   Algorithm algorithm = Algorithm::blocked;
-  RegConfig fused_reg;
-  CtaConfig cta;
-  CtaBlkConfig cta_blk;
-  ClusterBlkConfig cluster_blk;
-};
-
-struct GeqrfPlan {
-  Algorithm algorithm = Algorithm::blocked;
   RegConfig fused_reg;           // fused: the register configuration
   CtaConfig cta;                 // cta: the compiled shape
   CtaBlkConfig cta_blk;          // cta_blocked: the compiled shape
   ClusterBlkConfig cluster_blk;  // cluster_blocked: the compiled shape and cluster size
+};
+
+// A whole plan: a one-launch plan (the base), or (algorithm == blocked) the blocked path below.
+struct GeqrfPlan : OneLaunchPlan {
   Trailing trailing = Trailing::gemm;
   int nb = 32;                   // panel width (blocked)
   // gemm: width of the blocks whose update reaches the whole trailing matrix (a multiple
