@@ -6,7 +6,7 @@
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
 //                     [--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1]
 //                     [--chol 0|1|2|3] [--chol-rows R] [--chol-short-rows R] [--cta 0|1|2|3] [--cluster-ctas S]
-//                     [--look-ahead 0|1|2] [--tail 0|1]
+//                     [--look-ahead 0|1|2] [--tail 0|1] [--split S]
 //                     [--layout row|col] [--dist NAME] [--cond C] [m n batch]...
 //                     (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
@@ -41,7 +41,10 @@
 // times only off (0), on (1) or on with the next block's columns updated on the side stream
 // too (2, marked "s"). --tail 0: the blocked path runs to the last column instead of
 // handing the trailing matrices to a one-launch kernel where the policy would (GeqrfPlan::
-// tail; rows with a tail end in "tail J", its first column).
+// tail; rows with a tail end in "tail J", its first column). --split S: the batch cut into S
+// nearly equal parts, each planned for its own batch (with the same hints) and run on its
+// own stream and context, all forked from and joined into the timed stream (rows end in
+// "split S"; the plan columns show the first part's plan).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -91,6 +94,7 @@ int main(int argc, char** argv) {
   int cluster_ctas = 0;
   int look_ahead = -1;
   int tail = -1;
+  int split = 1;
   Layout layout = Layout::col_major;
   check::Distribution dist = check::Distribution::mixed;
   double cond = 2;
@@ -162,6 +166,9 @@ int main(int argc, char** argv) {
         return 2;
       }
       i += 2;
+    } else if (arg == "--split" && i + 1 < argc) {
+      split = std::max(1, std::atoi(argv[i + 1]));
+      i += 2;
     } else if (arg == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[i + 1]));
       i += 2;
@@ -172,7 +179,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
                    "[--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--chol 0|1|2|3] [--chol-rows R] [--chol-short-rows R] "
-                   "[--look-ahead 0|1|2] [--tail 0|1] "
+                   "[--look-ahead 0|1|2] [--tail 0|1] [--split S] "
                    "[--cta 0|1|2|3] [--cluster-ctas S] "
                    "[--layout row|col] [--dist NAME] [--cond C] "
                    "[m n batch]...\n");
@@ -197,6 +204,22 @@ int main(int argc, char** argv) {
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
+  // --split: a context, a stream and a join event per part (part 0 uses res and stream).
+  std::vector<Resources> part_res(split);
+  std::vector<cudaStream_t> part_stream(split, stream);
+  std::vector<cudaEvent_t> part_join(split);
+  cudaEvent_t fork;
+  cudaEventCreateWithFlags(&fork, cudaEventDisableTiming);
+  part_res[0] = res;
+  for (int s = 0; s < split; ++s) {
+    cudaEventCreateWithFlags(&part_join[s], cudaEventDisableTiming);
+    if (s == 0) continue;
+    if (create_resources(&part_res[s]) != Status::success) {
+      std::fprintf(stderr, "could not create the contexts of --split\n");
+      return 1;
+    }
+    cudaStreamCreateWithFlags(&part_stream[s], cudaStreamNonBlocking);
+  }
   std::printf("%6s %6s %6s | %5s   %2s | %10s %10s %10s %8s %8s | %s\n", "m", "n", "batch", "outer", "fu", "ms (med)",
               "queued ms", "host ms", "factor", "orth", "");
   int failures = 0;
@@ -237,17 +260,48 @@ int main(int argc, char** argv) {
       hints.cta = cta;
       hints.cluster_ctas = cluster_ctas;
       hints.tail = tail;
-      const GeqrfPlan plan = make_plan(dev, d, hints);
+      // The parts of --split: matrices [first, first + count) each, planned for their count.
+      struct Part {
+        GeqrfOperation::Arguments args;
+        GeqrfPlan plan;
+        void* ws = nullptr;
+      };
+      std::vector<Part> parts;
+      const int nparts = std::min(split, batch);
+      for (int s = 0, first = 0; s < nparts; ++s) {
+        const int count = batch / nparts + (s < batch % nparts ? 1 : 0);
+        GeqrfDesc ds = d;
+        ds.batch = count;
+        parts.push_back({{ds, a + static_cast<std::size_t>(first) * d.stride, tau + static_cast<std::size_t>(first) * d.tau_stride},
+                         make_plan(dev, ds, hints)});
+        first += count;
+      }
+      const GeqrfPlan& plan = parts[0].plan;
       // A one-launch plan (warp, fused, cta) is timed once, as outer width 0.
       const bool blocked = plan.algorithm == Algorithm::blocked;
       if (blocked ? plan.outer_nb != outer : variant != 0) continue;
-      void* ws = nullptr;
-      if (cudaMalloc(&ws, plan.workspace_bytes) != cudaSuccess) {
+      bool have_ws = true;
+      for (auto& part : parts) have_ws = have_ws && cudaMalloc(&part.ws, part.plan.workspace_bytes) == cudaSuccess;
+      if (!have_ws) {
         std::printf("%6d %6d %6d | %5d   | workspace of %zu bytes not available\n", m, n, batch, outer,
                     plan.workspace_bytes);
+        for (auto& part : parts) cudaFree(part.ws);
         continue;
       }
-      const GeqrfOperation::Arguments args{d, a, tau};
+      const auto run_all = [&]() {
+        if (parts.size() == 1)
+          return GeqrfOperation::run(dev, res, parts[0].args, plan, parts[0].ws, plan.workspace_bytes, stream) ==
+                 Status::success;
+        bool good = cudaEventRecord(fork, stream) == cudaSuccess;
+        for (std::size_t s = 0; s < parts.size(); ++s) {
+          good = good && cudaStreamWaitEvent(part_stream[s], fork, 0) == cudaSuccess;
+          good = good && GeqrfOperation::run(dev, part_res[s], parts[s].args, parts[s].plan, parts[s].ws,
+                                             parts[s].plan.workspace_bytes, part_stream[s]) == Status::success;
+          good = good && cudaEventRecord(part_join[s], part_stream[s]) == cudaSuccess;
+        }
+        for (std::size_t s = 0; s < parts.size(); ++s) good = good && cudaStreamWaitEvent(stream, part_join[s], 0) == cudaSuccess;
+        return good;
+      };
       std::vector<float> times, queued, host;
       check::GateReport rep;
       bool ok = true;
@@ -257,7 +311,7 @@ int main(int argc, char** argv) {
           if (mode == 1) spin_kernel<<<1, 1, 0, stream>>>(50'000'000);
           cudaEventRecord(e0, stream);
           const auto h0 = std::chrono::steady_clock::now();
-          ok = GeqrfOperation::run(dev, res, args, plan, ws, plan.workspace_bytes, stream) == Status::success;
+          ok = run_all();
           const auto h1 = std::chrono::steady_clock::now();
           cudaEventRecord(e1, stream);
           ok = ok && cudaEventSynchronize(e1) == cudaSuccess;
@@ -275,7 +329,8 @@ int main(int argc, char** argv) {
       };
       const bool pass = ok && rep.pass();
       failures += pass ? 0 : 1;
-      const std::string tail_note = plan.tail_at > 0 ? "  tail " + std::to_string(plan.tail_at) : "";
+      std::string tail_note = plan.tail_at > 0 ? "  tail " + std::to_string(plan.tail_at) : "";
+      if (parts.size() > 1) tail_note += "  split " + std::to_string(parts.size());
       std::printf("%6d %6d %6d | %5d%s %2d | %10.4f %10.4f %10.4f %8.3f %8.3f | %s%s%s\n", m, n, batch, blocked ? outer : 0,
                   !plan.look_ahead ? " -" : plan.next_on_side ? " s" : "  ", plan.stripe_update ? (plan.stripe_math == StripeMath::tf32x3 ? 3 : 2) : plan.fused_update ? 1 : 0, median(times),
                   median(queued), median(host), rep.worst_factor, rep.worst_orth, pass ? "pass" : "FAIL",
@@ -286,12 +341,13 @@ int main(int argc, char** argv) {
                       ? "  (policy)"
                       : "",
                   tail_note.c_str());
-      cudaFree(ws);
+      for (auto& part : parts) cudaFree(part.ws);
     }
     cudaFree(a);
     cudaFree(a0);
     cudaFree(tau);
   }
+  for (int s = 1; s < split; ++s) destroy_resources(part_res[s]);
   destroy_resources(res);
   return failures == 0 ? 0 : 1;
 }
