@@ -4,9 +4,9 @@
 // outer_width() in policy.cu rests on measurements. Not part of the library.
 //
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
-//                     [--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1]
+//                     [--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--wcol-min-rows R]
 //                     [--chol 0|1|2|3] [--chol-rows R] [--chol-short-rows R] [--cta 0|1|2|3] [--cluster-ctas S]
-//                     [--look-ahead 0|1|2] [--tail 0|1] [--split S]
+//                     [--look-ahead 0|1|2] [--tail 0|1] [--split S] [--split-plan part|whole]
 //                     [--layout row|col] [--dist NAME] [--cond C] [m n batch]...
 //                     (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
@@ -22,7 +22,8 @@
 // panels take R rows per warp wherever a compiled shape of that R holds them;
 // --reg-cluster: panels of more than 1024 rows in the registers of a cluster (1) or in
 // geqr2_kernel (0); c > 1: every panel of >= 32 c rows on a cluster of c CTAs; --wcol:
-// panels of at most 1024 rows on geqr2_wcol (1) or not (0); --chol: the Cholesky QR panel
+// panels of at most 1024 rows on geqr2_wcol (1) or not (0); --wcol-min-rows: the policy's
+// geqr2_wcol rule from more than R rows instead of its own bound; --chol: the Cholesky QR panel
 // never (0), on panels of more than 1024 rows only (1), or also on geqr2_wcol's panels of
 // 193-1024 rows at any batch (2), those of at most 512 rows on its one-CTA form (3)
 // (default: the policy's); --chol-rows: at most R rows per
@@ -44,7 +45,8 @@
 // tail; rows with a tail end in "tail J", its first column). --split S: the batch cut into S
 // nearly equal parts, each planned for its own batch (with the same hints) and run on its
 // own stream and context, all forked from and joined into the timed stream (rows end in
-// "split S"; the plan columns show the first part's plan).
+// "split S"; the plan columns show the first part's plan); --split-plan whole: every part
+// runs the whole batch's plan (its kernels and tail) instead of its own.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -95,6 +97,7 @@ int main(int argc, char** argv) {
   int look_ahead = -1;
   int tail = -1;
   int split = 1;
+  bool split_whole_plan = false;
   Layout layout = Layout::col_major;
   check::Distribution dist = check::Distribution::mixed;
   double cond = 2;
@@ -149,6 +152,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--cluster-ctas" && i + 1 < argc) {
       cluster_ctas = std::max(0, std::atoi(argv[i + 1]));
       i += 2;
+    } else if (arg == "--wcol-min-rows" && i + 1 < argc) {
+      panel.wcol_min_rows = std::atoi(argv[i + 1]);
+      i += 2;
     } else if (arg == "--wcol" && i + 1 < argc) {
       panel.wcol = std::atoi(argv[i + 1]) != 0 ? 1 : 0;
       i += 2;
@@ -166,6 +172,9 @@ int main(int argc, char** argv) {
         return 2;
       }
       i += 2;
+    } else if (arg == "--split-plan" && i + 1 < argc) {
+      split_whole_plan = std::string(argv[i + 1]) == "whole";
+      i += 2;
     } else if (arg == "--split" && i + 1 < argc) {
       split = std::max(1, std::atoi(argv[i + 1]));
       i += 2;
@@ -178,8 +187,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
-                   "[--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--chol 0|1|2|3] [--chol-rows R] [--chol-short-rows R] "
-                   "[--look-ahead 0|1|2] [--tail 0|1] [--split S] "
+                   "[--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--wcol-min-rows R] [--chol 0|1|2|3] [--chol-rows R] [--chol-short-rows R] "
+                   "[--look-ahead 0|1|2] [--tail 0|1] [--split S] [--split-plan part|whole] "
                    "[--cta 0|1|2|3] [--cluster-ctas S] "
                    "[--layout row|col] [--dist NAME] [--cond C] "
                    "[m n batch]...\n");
@@ -273,7 +282,7 @@ int main(int argc, char** argv) {
         GeqrfDesc ds = d;
         ds.batch = count;
         parts.push_back({{ds, a + static_cast<std::size_t>(first) * d.stride, tau + static_cast<std::size_t>(first) * d.tau_stride},
-                         make_plan(dev, ds, hints)});
+                         make_plan(dev, split_whole_plan ? d : ds, hints)});
         first += count;
       }
       const GeqrfPlan& plan = parts[0].plan;

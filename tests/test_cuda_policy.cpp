@@ -347,14 +347,14 @@ TEST(CudaPolicy, ForcedPanelRowsPerWarpWhereAShapeHoldsThePanel) {
 TEST(CudaPolicy, TallerPanelsUpTo1024RowsOnWarpsThatOwnColumns) {
   const DeviceInfo dev = h200();
   for (std::int64_t batch : {1, 40, 640}) {
-    for (int rows : {193, 257, 300, 384, 385, 512, 513, 640, 768, 769, 1000, 1024}) {
+    for (int rows : {129, 160, 176, 192, 193, 257, 300, 384, 385, 512, 513, 640, 768, 769, 1000, 1024}) {
       const PanelPlan pp = panel_plan(dev, rows, 32, 32, true, batch);
       EXPECT_GT(pp.wcol_rows_per_lane, 0) << rows;
       EXPECT_GE(32 * pp.wcol_rows_per_lane, rows);
       EXPECT_LT(32 * (pp.wcol_rows_per_lane - 4), rows);  // the smallest that holds the panel
       EXPECT_EQ(pp.reg.rows_per_warp, 0);
     }
-    for (int rows : {1, 31, 32, 176, 192, 1025, 2048}) EXPECT_EQ(panel_plan(dev, rows, 32, 32, true, batch).wcol_rows_per_lane, 0) << rows;
+    for (int rows : {1, 31, 32, 100, 128, 1025, 2048}) EXPECT_EQ(panel_plan(dev, rows, 32, 32, true, batch).wcol_rows_per_lane, 0) << rows;
   }
   EXPECT_EQ(geqr2_wcol_rows_per_lane(384), 12);
   EXPECT_EQ(geqr2_wcol_rows_per_lane(385), 16);
@@ -406,7 +406,9 @@ TEST(CudaPolicy, TallPanelsOf32ColumnsByCholeskyQr) {
   EXPECT_EQ(cfg(384, 32, 2).rows_per_cta, 192);
   EXPECT_EQ(cfg(193, 32, 1).cluster, 2);
   EXPECT_EQ(cfg(193, 32, 1).rows_per_cta, 128);
-  EXPECT_EQ(cfg(150, 32, 1).cluster, 0);  // the register panel's: no flagged variant
+  EXPECT_EQ(cfg(150, 32, 1).cluster, 0);  // geqr2_wcol's since v37, but the rule starts at 193 rows
+  EXPECT_EQ(cfg(192, 32, 1).cluster, 0);
+  EXPECT_EQ(cfg(120, 32, 1).cluster, 0);  // the register panel's: no flagged variant
   EXPECT_EQ(cfg(1024, 32, kCholShortMaxBatch + 1).cluster, 0);
   EXPECT_EQ(cfg(1024, 32, 640).cluster, 0);
   PanelHints shorter, tall_only;

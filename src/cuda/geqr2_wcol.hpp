@@ -16,8 +16,9 @@ namespace batchqr::cuda {
 struct Geqr2RegArgs;
 
 inline constexpr int kWcolMaxRows = 1024;
-// The policy's lower bound (exclusive): shorter panels stay on the register panel.
-inline constexpr int kWcolMinRows = 192;
+// The policy's lower bound (exclusive): shorter panels stay on the register panel
+// (docs/perf-notes.md v37: 192 until then).
+inline constexpr int kWcolMinRows = 128;
 
 // Rows per lane of the compiled configuration that holds `rows` rows (0: none does).
 int geqr2_wcol_rows_per_lane(int rows);

@@ -96,7 +96,7 @@ PanelPlan panel_plan(const DeviceInfo& dev, int rows, int ncols, int nrefl, bool
   const std::size_t budget = dev.smem_per_block_optin;
   PanelPlan p;
   if (ncols <= kMaxPanelWidth && hints.reg_cluster <= 1 && hints.rows_per_warp == 0 &&
-      (hints.wcol >= 0 ? hints.wcol != 0 : wcol_panel(dev, rows, ncols, batch))) {
+      (hints.wcol >= 0 ? hints.wcol != 0 : wcol_panel(dev, rows, ncols, batch, hints.wcol_min_rows))) {
     p.wcol_rows_per_lane = geqr2_wcol_rows_per_lane(rows);
     if (p.wcol_rows_per_lane > 0) {
       p.smem_bytes = geqr2_wcol_smem(p.wcol_rows_per_lane);
@@ -165,8 +165,8 @@ CholConfig chol_panel_config(const DeviceInfo& dev, int rows, int ncols, std::in
   if (pp.wcol_rows_per_lane > 0 && rows <= kCholMaxRowsPerCta &&
       (hints.chol == 3 || (hints.chol == -1 && chol_one_cta_panel(dev, rows, batch))))
     return geqr2_chol_one_cta_config(rows);
-  const bool shorter =
-      pp.wcol_rows_per_lane > 0 && (hints.chol >= 2 || (hints.chol == -1 && batch <= kCholShortMaxBatch));
+  const bool shorter = pp.wcol_rows_per_lane > 0 && (hints.chol >= 2 || (hints.chol == -1 && batch <= kCholShortMaxBatch &&
+                                                                            rows > kCholShortMinRows));
   if (!tall && !shorter) return {};
   const int short_cap = hints.chol_short_rows > 0 ? std::min(hints.chol_short_rows, kCholMaxRowsPerCta) : 256;
   const int cap = hints.chol_rows > 0 ? hints.chol_rows
@@ -184,14 +184,21 @@ bool chol_one_cta_panel(const DeviceInfo& dev, int rows, std::int64_t batch) {
          batch >= kCholOneCtaMinWaves * 2 * static_cast<std::int64_t>(dev.sm_count);
 }
 
-bool wcol_panel(const DeviceInfo&, int rows, int ncols, std::int64_t) {
+bool wcol_panel(const DeviceInfo&, int rows, int ncols, std::int64_t, int min_rows) {
   // Measured (docs/perf-notes.md v9; ncu, each panel inside 512 x 640, row-major): geqr2_wcol
   // against the register panel, us per launch: 512 rows 177 / 231, 384 139 / 210, 288 138 /
   // 153, 224 99 / 153, but 192 97 / 95, 128 87 / 81, 32 66 / 43. Its column chain costs
   // about the same at any height up to its configuration's, while the register panel's
   // shortens with the rows. Whole factorizations, all panels on it against none: 1024 x 60
   // 5.17 / 5.53 ms, 512 x 640 6.46 / 6.81, 256 x 40 0.389 / 0.398, 176 x 40 0.265 / 0.238.
-  return ncols <= kMaxPanelWidth && rows > kWcolMinRows && rows <= kWcolMaxRows;
+  // Re-measured on v36's kernels (v37): the panels alone, us per launch with T, geqr2_wcol
+  // against the register panel, at 640 matrices 192 rows 98 / 127, 160 95 / 110, 128 80 /
+  // 85, 96 78 / 71, at 300 matrices 192 rows 53 / 87; whole factorizations from 129 rows
+  // against from 193 (queued ms): 256^2 x640 1.18 / 1.20, 300^2 x600 1.85 / 1.88, 200^2
+  // x1000 1.27 / 1.29, 640^2 x300 4.52 / 4.56, 190x400 x132 0.39 / 0.43, 192x1000 x40 0.322
+  // / 0.331, 150x600 x1 0.176 / 0.185, column-major 256^2 x640 1.47 / 1.54; 512^2 x640,
+  // 512^2 x264, 400^2 x264 level. From 97 rows: no better than from 129.
+  return ncols <= kMaxPanelWidth && rows > (min_rows > 0 ? min_rows : kWcolMinRows) && rows <= kWcolMaxRows;
 }
 
 LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int tiles) {

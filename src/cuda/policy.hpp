@@ -56,6 +56,7 @@ struct PanelHints {
   int reg_cluster = -1;   // 0 / 1: panels of more than 1024 rows never / always on reg_cluster_config;
                           // c > 1: every panel of >= 32 c rows on a cluster of c CTAs
   int wcol = -1;          // 0 / 1: panels of at most 1024 rows never / always on geqr2_wcol; -1: the policy's
+  int wcol_min_rows = 0;  // > 0: the policy's geqr2_wcol rule with this lower bound (exclusive) on the rows
   int chol = -1;          // the Cholesky QR panel (geqr2_chol.hpp): -1 where the policy takes it; 0 never;
                           // 1 panels of more than 1024 rows only; 2 also geqr2_wcol's panels at any batch;
                           // 3 as 2, but its panels of at most 512 rows on its one-CTA form
@@ -182,10 +183,12 @@ inline constexpr int kMinSplitRows = 256;
 // matrices (cluster 0: not taken), for panels of exactly 32 columns:
 // - taller than one CTA's register panel (1024 rows), on at most kCholMaxRowsPerCta rows
 //   per CTA, where the Householder panel it falls back to is a cluster's register panel;
-// - geqr2_wcol's panels (193-1024 rows) of at most kCholShortMaxBatch matrices, on CTAs of
-//   at most 256 rows (at least two), geqr2_wcol being the fallback;
+// - geqr2_wcol's panels of more than kCholShortMinRows (and at most 1024) rows of at most
+//   kCholShortMaxBatch matrices, on CTAs of at most 256 rows (at least two), geqr2_wcol
+//   being the fallback (measured from 193 rows, v14, when geqr2_wcol began there);
 // - geqr2_wcol's panels of many matrices on one CTA each (chol_one_cta_panel below).
 inline constexpr std::int64_t kCholShortMaxBatch = 8;
+inline constexpr int kCholShortMinRows = 192;
 // Whether a geqr2_wcol panel of `rows` x 32 of each of `batch` matrices goes to the Cholesky
 // QR panel's one-CTA form (two CTAs per SM; geqr2_wcol the fallback): panels of more than
 // kCholOneCtaMinRows rows (where geqr2_wcol also holds two CTAs per SM, not three) and at
@@ -268,7 +271,7 @@ bool cluster_ahead_of_cta(int m, int n);
 // m <= 128 within one.
 bool cta_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch);
 // Whether a panel goes to geqr2_wcol (where one of its configurations holds it).
-bool wcol_panel(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch);
+bool wcol_panel(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch, int min_rows = 0);
 // Warps per geqr2 CTA: one per column up to 32, at least 8.
 int panel_warps(int ncols);
 
