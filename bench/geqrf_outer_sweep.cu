@@ -6,7 +6,7 @@
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
 //                     [--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--wcol-min-rows R]
 //                     [--chol 0|1|2|3] [--chol-rows R] [--chol-short-rows R] [--cta 0|1|2|3] [--cluster-ctas S]
-//                     [--look-ahead 0|1|2] [--tail 0|1] [--split S] [--split-plan part|whole]
+//                     [--look-ahead 0|1|2] [--tail 0|1] [--interleave 1|2] [--split S] [--split-plan part|whole]
 //                     [--layout row|col] [--dist NAME] [--cond C] [m n batch]...
 //                     (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
@@ -42,7 +42,9 @@
 // times only off (0), on (1) or on with the next block's columns updated on the side stream
 // too (2, marked "s"). --tail 0: the blocked path runs to the last column instead of
 // handing the trailing matrices to a one-launch kernel where the policy would (GeqrfPlan::
-// tail; rows with a tail end in "tail J", its first column). --split S: the batch cut into S
+// tail; rows with a tail end in "tail J", its first column). --interleave 1: each chunk as
+// one part; 2: as two parts side by side wherever the plan has the look-ahead (GeqrfPlan::
+// interleave; rows with it end in "interleave 2"). --split S: the batch cut into S
 // nearly equal parts, each planned for its own batch (with the same hints) and run on its
 // own stream and context, all forked from and joined into the timed stream (rows end in
 // "split S"; the plan columns show the first part's plan); --split-plan whole: every part
@@ -96,6 +98,7 @@ int main(int argc, char** argv) {
   int cluster_ctas = 0;
   int look_ahead = -1;
   int tail = -1;
+  int interleave = -1;
   int split = 1;
   bool split_whole_plan = false;
   Layout layout = Layout::col_major;
@@ -172,6 +175,9 @@ int main(int argc, char** argv) {
         return 2;
       }
       i += 2;
+    } else if (arg == "--interleave" && i + 1 < argc) {
+      interleave = std::atoi(argv[i + 1]);
+      i += 2;
     } else if (arg == "--split-plan" && i + 1 < argc) {
       split_whole_plan = std::string(argv[i + 1]) == "whole";
       i += 2;
@@ -188,7 +194,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
                    "[--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--wcol-min-rows R] [--chol 0|1|2|3] [--chol-rows R] [--chol-short-rows R] "
-                   "[--look-ahead 0|1|2] [--tail 0|1] [--split S] [--split-plan part|whole] "
+                   "[--look-ahead 0|1|2] [--tail 0|1] [--interleave 1|2] [--split S] [--split-plan part|whole] "
                    "[--cta 0|1|2|3] [--cluster-ctas S] "
                    "[--layout row|col] [--dist NAME] [--cond C] "
                    "[m n batch]...\n");
@@ -269,6 +275,7 @@ int main(int argc, char** argv) {
       hints.cta = cta;
       hints.cluster_ctas = cluster_ctas;
       hints.tail = tail;
+      hints.interleave = interleave;
       // The parts of --split: matrices [first, first + count) each, planned for their count.
       struct Part {
         GeqrfOperation::Arguments args;
@@ -340,13 +347,14 @@ int main(int argc, char** argv) {
       failures += pass ? 0 : 1;
       std::string tail_note = plan.tail_at > 0 ? "  tail " + std::to_string(plan.tail_at) : "";
       if (parts.size() > 1) tail_note += "  split " + std::to_string(parts.size());
+      if (plan.interleave > 1) tail_note += "  interleave " + std::to_string(plan.interleave);
       std::printf("%6d %6d %6d | %5d%s %2d | %10.4f %10.4f %10.4f %8.3f %8.3f | %s%s%s\n", m, n, batch, blocked ? outer : 0,
                   !plan.look_ahead ? " -" : plan.next_on_side ? " s" : "  ", plan.stripe_update ? (plan.stripe_math == StripeMath::tf32x3 ? 3 : 2) : plan.fused_update ? 1 : 0, median(times),
                   median(queued), median(host), rep.worst_factor, rep.worst_orth, pass ? "pass" : "FAIL",
                   outer == policy.outer_nb && plan.look_ahead == policy.look_ahead &&
                           plan.next_on_side == policy.next_on_side &&
                           plan.fused_update == policy.fused_update && plan.stripe_update == policy.stripe_update &&
-                          plan.tail_at == policy.tail_at
+                          plan.tail_at == policy.tail_at && plan.interleave == policy.interleave
                       ? "  (policy)"
                       : "",
                   tail_note.c_str());

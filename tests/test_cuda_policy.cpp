@@ -105,7 +105,8 @@ void expect_valid_plan(const DeviceInfo& dev, const GeqrfDesc& d) {
   // What the driver carves per matrix must fit: T, W and (gemm) V^T, double-buffered, and
   // for two-level blocking the inner W and the Gram blocks.
   const std::size_t bufs = plan.trailing == Trailing::gemm ? 2 : 1;
-  const int handles = plan.trailing == Trailing::gemm ? 2 : 0;
+  const int handles = plan.trailing == Trailing::gemm ? 2 * plan.interleave : 0;  // two per lane
+  EXPECT_TRUE(plan.interleave == 1 || (plan.interleave == 2 && plan.look_ahead && plan.trailing == Trailing::gemm));
   if (plan.trailing == Trailing::gemm) {
     const int nbo = plan.outer_nb;
     EXPECT_EQ(nbo % plan.nb, 0);
@@ -289,7 +290,7 @@ TEST(CudaPolicy, HugeBatchesAreChunkedUnderTheWorkspaceCap) {
   const DeviceInfo dev = h200();
   const GeqrfPlan plan = make_plan(dev, make_geqrf_desc(512, 512, 9000));
   EXPECT_LT(plan.batch_chunk, 9000);
-  EXPECT_LE(plan.workspace_bytes, 2 * (kBlasWorkspace + 256) + kMaxWorkspace);
+  EXPECT_LE(plan.workspace_bytes, 2 * plan.interleave * (kBlasWorkspace + 256) + kMaxWorkspace);
 }
 
 TEST(CudaPolicy, LargeMatricesUseTwoLevelBlocking) {
@@ -584,6 +585,30 @@ TEST(CudaPolicy, NextBlockOnTheSideStreamForTwoLevelRowMajor) {
 // LAPACK's crossover: the blocked path hands the trailing matrices to the first one-launch
 // kernel that the policy takes whole at that size and batch, from an outer block's first
 // column; hint 0 keeps the blocked path to the end.
+// The batch interleave: two parts per chunk from 3/4 of a matrix per SM (99 on 132 SMs),
+// only with the look-ahead, and two more cuBLAS workspaces for the second lane's handles.
+TEST(CudaPolicy, BatchInterleaveFromThreeQuartersOfAMatrixPerSm) {
+  const DeviceInfo dev = h200();
+  const GeqrfPlan big = make_plan(dev, make_geqrf_desc(512, 512, 640));
+  EXPECT_EQ(big.interleave, 2);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(300, 300, 99)).interleave, 2);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(300, 300, 98)).interleave, 1);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 1024, 60)).interleave, 1);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(2048, 2048, 8)).interleave, 1);
+  PlanHints off, on, no_look_ahead;
+  off.interleave = 1;
+  on.interleave = 2;
+  no_look_ahead.look_ahead = 0;
+  const GeqrfPlan one = make_plan(dev, make_geqrf_desc(512, 512, 640), off);
+  EXPECT_EQ(one.interleave, 1);
+  EXPECT_EQ(one.batch_chunk, big.batch_chunk);
+  EXPECT_EQ(big.workspace_bytes - one.workspace_bytes, 2 * (big.blas_bytes + 256));
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(512, 512, 640), no_look_ahead).interleave, 1);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(2048, 2048, 8), on).interleave, 2);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(2048, 2048, 1), on).interleave, 1);  // one matrix: one part
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(32, 32, 1000)).interleave, 1);        // one launch
+}
+
 TEST(CudaPolicy, BlockedPathEndsInAOneLaunchTail) {
   const DeviceInfo dev = h200();
   for (const Layout layout : {Layout::row_major, Layout::col_major}) {

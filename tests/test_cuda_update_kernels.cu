@@ -424,6 +424,42 @@ TEST_F(UpdateKernels, LookAheadForms) {
   }
 }
 
+// The batch interleave (GeqrfPlan::interleave): each chunk as two parts side by side on
+// the context's two lanes, every matrix through the gate, against one part on the same
+// shapes: odd and even batches (parts of ceil and floor of half), one and two level, both
+// layouts, padded, mixed inputs (the Cholesky QR panel's flags per part: 2048 rows),
+// rank-deficient and near-collinear ones; and the policy's own choice at 200 matrices.
+TEST_F(UpdateKernels, BatchInterleave) {
+  struct Case {
+    int m, n, batch, outer;
+    Distribution dist;
+    double cond;
+  };
+  const Case cases[] = {{300, 300, 7, 32, Distribution::mixed, 2.0},   {520, 520, 4, 64, Distribution::mixed, 2.0},
+                        {200, 260, 2, 32, Distribution::dense, 1.0},   {700, 650, 3, 64, Distribution::nearcollinear, 1.0},
+                        {2048, 160, 3, 64, Distribution::mixed, 2.0},  {390, 77, 5, 32, Distribution::rankdef, 1.0}};
+  for (Layout layout : {Layout::row_major, Layout::col_major}) {
+    for (const Case& c : cases) {
+      for (int parts : {2, 1}) {
+        PlanHints h;
+        h.outer_nb = c.outer;
+        h.interleave = parts;
+        const GeqrfDesc d = make_geqrf_desc(c.m, c.n, c.batch, layout);
+        PlanHints blocked = h;
+        blocked.cta = 0;
+        ASSERT_EQ(cuda::make_plan(dev_, d, blocked).interleave, parts) << c.m << "x" << c.n << "x" << c.batch;
+        expect_accurate(d, h, -1, c.dist, c.cond);
+      }
+    }
+    PlanHints on;
+    on.interleave = 2;
+    expect_accurate(padded(333, 200, 5, layout), on, -1, Distribution::band, 1.0);
+    PlanHints policy;
+    ASSERT_EQ(cuda::make_plan(dev_, make_geqrf_desc(256, 256, 200, layout), policy).interleave, 2);
+    expect_accurate(make_geqrf_desc(256, 256, 200, layout), policy, -1, Distribution::mixed, 2.0);
+  }
+}
+
 // LAPACK's crossover (GeqrfPlan::tail): the blocked path stops at an outer block's first
 // column and one launch factors the trailing matrices. Against the blocked path to the end
 // (PlanHints::tail 0) on the same inputs: both pass the gate, and where the updates are

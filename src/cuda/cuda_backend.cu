@@ -158,10 +158,12 @@ Status query_device(int device, DeviceInfo* out) {
   return Status::success;
 }
 
-Status create_resources(Resources* out) {
-  Resources res;
+namespace {
+
+// What exists is left in *lane on failure, for destroy_lane.
+Status create_lane(Lane* lane) {
   Status rs = Status::success;
-  for (cublasHandle_t* h : {&res.blas, &res.blas_side}) {
+  for (cublasHandle_t* h : {&lane->blas, &lane->blas_side}) {
     if (rs != Status::success) break;
     const cublasStatus_t bs = cublasCreate(h);
     if (bs != CUBLAS_STATUS_SUCCESS) {
@@ -173,18 +175,38 @@ Status create_resources(Resources* out) {
   // priority, so the block scheduler gives them SMs ahead of the trailing updates.
   int least = 0, greatest = 0;
   if (rs == Status::success) rs = to_status(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  if (rs == Status::success) rs = to_status(cudaStreamCreateWithPriority(&res.side, cudaStreamNonBlocking, greatest));
-  for (cudaEvent_t* e : {&res.ev_fork, &res.ev_panel, &res.ev_next, &res.ev_join, &res.ev_done[0], &res.ev_done[1]})
+  if (rs == Status::success) rs = to_status(cudaStreamCreateWithPriority(&lane->side, cudaStreamNonBlocking, greatest));
+  for (cudaEvent_t* e : {&lane->ev_fork, &lane->ev_panel, &lane->ev_next, &lane->ev_join, &lane->ev_done[0], &lane->ev_done[1]})
+    if (rs == Status::success) rs = to_status(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
+  return rs;
+}
+
+void destroy_lane(const Lane& l) {
+  if (l.blas != nullptr) cublasDestroy(l.blas);
+  if (l.blas_side != nullptr) cublasDestroy(l.blas_side);
+  if (l.side != nullptr) cudaStreamDestroy(l.side);
+  for (cudaEvent_t e : {l.ev_fork, l.ev_panel, l.ev_next, l.ev_join, l.ev_done[0], l.ev_done[1]})
+    if (e != nullptr) cudaEventDestroy(e);
+}
+
+}  // namespace
+
+Status create_resources(Resources* out) {
+  Resources res;
+  Status rs = create_lane(&res);
+  if (rs == Status::success) rs = create_lane(&res.lane2);
+  if (rs == Status::success) rs = to_status(cudaStreamCreateWithFlags(&res.stream2, cudaStreamNonBlocking));
+  for (cudaEvent_t* e : {&res.ev_split, &res.ev_merge})
     if (rs == Status::success) rs = to_status(cudaEventCreateWithFlags(e, cudaEventDisableTiming));
   *out = res;  // partially created on failure: destroy_resources releases what exists
   return rs;
 }
 
 void destroy_resources(const Resources& r) {
-  if (r.blas != nullptr) cublasDestroy(r.blas);
-  if (r.blas_side != nullptr) cublasDestroy(r.blas_side);
-  if (r.side != nullptr) cudaStreamDestroy(r.side);
-  for (cudaEvent_t e : {r.ev_fork, r.ev_panel, r.ev_next, r.ev_join, r.ev_done[0], r.ev_done[1]})
+  destroy_lane(r);
+  destroy_lane(r.lane2);
+  if (r.stream2 != nullptr) cudaStreamDestroy(r.stream2);
+  for (cudaEvent_t e : {r.ev_split, r.ev_merge})
     if (e != nullptr) cudaEventDestroy(e);
 }
 

@@ -18,14 +18,24 @@
 
 namespace batchqr::cuda {
 
-// Per-context objects a call uses: created once (never on the hot path), used by one call
-// at a time.
-struct Resources {
+// The blocked path's objects for one part of a chunk: cuBLAS handles, the look-ahead's
+// side stream and its events.
+struct Lane {
   cublasHandle_t blas = nullptr;   // trailing updates; its stream and workspace are set per call
   cublasHandle_t blas_side = nullptr;  // updates inside an outer panel, on `side` (own workspace)
   cudaStream_t side = nullptr;     // panels of the look-ahead (non-blocking)
   cudaEvent_t ev_fork = nullptr, ev_panel = nullptr, ev_next = nullptr, ev_join = nullptr;
   cudaEvent_t ev_done[2] = {nullptr, nullptr};  // a block's trailing updates done (by the parity of the block)
+};
+
+// Per-context objects a call uses: created once (never on the hot path), used by one call
+// at a time. The context's own lane serves the first (or only) part of a chunk; lane2 and
+// stream2 (which plays the caller's stream for it) the second part of the batch interleave
+// (GeqrfPlan::interleave), forked off the caller's stream at ev_split and joined at ev_merge.
+struct Resources : Lane {
+  Lane lane2;
+  cudaStream_t stream2 = nullptr;
+  cudaEvent_t ev_split = nullptr, ev_merge = nullptr;
 };
 
 // The device's properties (device < 0: the current one); not_supported below sm_90.

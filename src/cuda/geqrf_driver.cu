@@ -1,7 +1,9 @@
 // The geqrf algorithm driver: LAPACK's blocked loop (geqr2 panel + larft, then larfb)
 // over a batch, with look-ahead, up to a crossover past which one launch of a whole-matrix
 // kernel finishes the trailing matrices (GeqrfPlan::tail); or that one launch alone when
-// the policy takes the whole matrix (one warp, CTA or cluster per matrix).
+// the policy takes the whole matrix (one warp, CTA or cluster per matrix). Large batches
+// run each chunk as two parts side by side on two stream pairs (GeqrfPlan::interleave,
+// blocked_part).
 #include <algorithm>
 #include <climits>
 #include <utility>
@@ -171,19 +173,20 @@ void set_outputs(PanelArgs& g, const PanelOut& out) {
   g.vt_pad = out.vt_pad;
 }
 
-// One panel: geqr2 (+ larft) on columns j0 .. j0 + jb of every matrix of the chunk.
+// One panel: geqr2 (+ larft) on columns j0 .. j0 + jb of nbat matrices, the kernels chosen
+// for policy_batch (the chunk's: the same for both parts of an interleave).
 // flags (one int per matrix, or null): where the Cholesky QR panel may run, its flags for
 // the Householder panel that follows it.
 Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args, const GeqrfPlan& plan, float* a,
                     float* tau, int j0, int jb, bool with_t, const PanelOut& out, int* flags, std::int64_t nbat,
-                    cudaStream_t stream) {
+                    std::int64_t policy_batch, cudaStream_t stream) {
   const GeqrfDesc& d = args.desc;
   const int rows = static_cast<int>(d.m) - j0;
-  const PanelPlan pp = panel_plan(dev, rows, jb, jb, with_t, nbat, plan.panel);
+  const PanelPlan pp = panel_plan(dev, rows, jb, jb, with_t, policy_batch, plan.panel);
   if (pp.wcol_rows_per_lane > 0 || pp.reg.rows_per_warp > 0) {  // the two register-resident panels
     Geqr2RegArgs g = reg_args(d, a, tau, j0, rows, jb, jb);
     if (with_t) set_outputs(g, out);
-    const CholConfig cc = flags != nullptr ? chol_panel_config(dev, rows, jb, nbat, pp, plan.panel) : CholConfig{};
+    const CholConfig cc = flags != nullptr ? chol_panel_config(dev, rows, jb, policy_batch, pp, plan.panel) : CholConfig{};
     if (cc.cluster > 0) {
       // The Cholesky QR panel, then the Householder panel on the matrices it flagged.
       const Status st = launch_geqr2_chol(d.layout, g, cc, flags, nbat, stream);
@@ -222,7 +225,8 @@ Status update_columns(const GeqrfPlan& plan, cublasHandle_t blas, cudaStream_t s
 // V^T (JB x rows) and T (JB x JB) of the block land in `out`.
 Status outer_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args, const GeqrfPlan& plan,
                    cublasHandle_t blas, float* a, float* tau, int J0, int JB, bool trailing, const PanelOut& out,
-                   float* w_inner, float* s_ws, int* flags, std::int64_t nbat, cudaStream_t stream) {
+                   float* w_inner, float* s_ws, int* flags, std::int64_t nbat, std::int64_t policy_batch,
+                   cudaStream_t stream) {
   const GeqrfDesc& d = args.desc;
   for (int j0 = J0; j0 < J0 + JB; j0 += plan.nb) {
     const int jb = std::min(plan.nb, J0 + JB - j0), q = j0 - J0;
@@ -231,7 +235,8 @@ Status outer_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args,
     in.t = out.t + static_cast<std::int64_t>(q) * out.t_ld + q;
     in.vt = out.vt + q + static_cast<std::int64_t>(q) * out.vt_ld;
     in.vt_pad = q;
-    Status st = launch_panel(dev, args, plan, a, tau, j0, jb, right > 0 || trailing, in, flags, nbat, stream);
+    Status st =
+        launch_panel(dev, args, plan, a, tau, j0, jb, right > 0 || trailing, in, flags, nbat, policy_batch, stream);
     if (st != Status::success) return st;
     if (right > 0) {
       st = update_columns(plan, blas, stream, d, a, in, w_inner, static_cast<std::int64_t>(plan.w_inner_floats), j0,
@@ -242,7 +247,7 @@ Status outer_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args,
   if (!trailing || JB <= kMaxPanelWidth) return Status::success;
   if (JB == 2 * kMergeBlock) {  // the policy's width: the Gram block inside the merge
     const int rows = static_cast<int>(d.m) - J0;
-    const int ctas = plan.merge_ctas > 0 ? plan.merge_ctas : merge_pair_ctas(dev, rows, nbat);
+    const int ctas = plan.merge_ctas > 0 ? plan.merge_ctas : merge_pair_ctas(dev, rows, policy_batch);
     return launch_larft_merge_pair(LarftMergePairArgs{out.t, out.t_stride, out.vt, out.vt_stride, rows, ctas}, nbat,
                                    stream);
   }
@@ -272,6 +277,122 @@ Status launch_one(const GeqrfDesc& d, const OneLaunchPlan& one, float* a, float*
       break;
   }
   return Status::not_supported;  // not a one-launch plan
+}
+
+// The chunk's per-matrix workspace arrays at the first matrix of a part, and the chunk's
+// size (the stride between the look-ahead's two buffers of T and V^T).
+struct ChunkWs {
+  float* t;
+  float* w;
+  float* vt;
+  float* w_inner;
+  float* s;
+  int* flags;
+  std::int64_t chunk;
+};
+
+// The blocked path with the look-ahead on nbat matrices at a and tau: panels on `side`,
+// trailing updates on `stream`, with lane's cuBLAS handles and events; kernels chosen for
+// policy_batch matrices (the chunk's). Joins `side` into `stream` before the tail.
+Status blocked_part(const DeviceInfo& dev, const GeqrfOperation::Arguments& args, const GeqrfPlan& plan,
+                    const Lane& lane, cudaStream_t stream, cudaStream_t side, float* a, float* tau, std::int64_t nbat,
+                    std::int64_t policy_batch, const ChunkWs& ws) {
+  const GeqrfDesc& d = args.desc;
+  const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
+  const std::int64_t chunk = ws.chunk;
+  float *t_ws = ws.t, *w_ws = ws.w, *vt_ws = ws.vt, *w_inner_ws = ws.w_inner, *s_ws = ws.s;
+  int* flags = ws.flags;
+  // Look-ahead: outer panels (with the updates inside them) run on the side stream,
+  // trailing updates on the caller's stream. Once the next outer panel's columns are
+  // updated, that panel starts while the rest of the trailing matrix is still being
+  // updated. V^T and T are double-buffered between the streams.
+  //
+  // plan.next_on_side: the side stream also updates the next block's columns, right
+  // after the block's panels, so that the next panels follow without a round trip
+  // through the caller's stream. The caller's stream then updates the columns of the
+  // block after next first (ev_next: what the side stream's next such update waits
+  // for), and ev_done[parity] marks a block's updates done, before the panels two
+  // blocks on overwrite the V^T and T that they read.
+  BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_fork, stream));
+  BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, lane.ev_fork, 0));
+  const int NB = plan.outer_nb;
+  const bool next_side = plan.next_on_side && side != stream;
+  bool next_marked = false;  // next_side: the caller's stream recorded ev_next in the previous block
+  const std::int64_t w_stride = static_cast<std::int64_t>(plan.w_floats);
+  const std::int64_t w_inner_stride = static_cast<std::int64_t>(plan.w_inner_floats);
+  const int kb = plan.tail_at > 0 ? plan.tail_at : k;  // columns of the blocked loop
+  for (int J0 = 0, step = 0; J0 < kb; J0 += NB, ++step) {
+    const int JB = std::min(NB, kb - J0);
+    const int trailing = n - J0 - JB;
+    PanelOut out;
+    out.t = t_ws + static_cast<std::size_t>(step % 2) * chunk * plan.t_floats;
+    out.t_stride = static_cast<std::int64_t>(plan.t_floats);
+    // A block of one panel keeps T as a 32 x 32 tile; a wider one as JB x JB (the merge's ld).
+    out.t_ld = JB > kMaxPanelWidth ? JB : kMaxPanelWidth;
+    out.vt = vt_ws + static_cast<std::size_t>(step % 2) * chunk * plan.vt_floats;
+    out.vt_stride = static_cast<std::int64_t>(plan.vt_floats);
+    out.vt_ld = JB;
+    if (next_side && step >= 2) BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, lane.ev_done[step % 2], 0));
+    Status st = outer_panel(dev, args, plan, lane.blas_side, a, tau, J0, JB, trailing > 0, out, w_inner_ws, s_ws,
+                            flags, nbat, policy_batch, side);
+    if (st != Status::success) return st;
+    if (trailing <= 0) continue;
+    BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_panel, side));
+    BATCHQR_CUDA_TRY(cudaStreamWaitEvent(stream, lane.ev_panel, 0));
+    const int c0 = J0 + JB;
+    const int next = c0 < kb ? std::min(NB, kb - c0) : 0;  // next outer panel's width (none before the tail)
+    if (next_side) {
+      // The next block's columns here; the previous block's update of them (the caller's
+      // stream, first) is what ev_next marks.
+      const int ns = std::min(next, trailing);
+      if (ns > 0) {
+        if (next_marked) BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, lane.ev_next, 0));
+        st = update_columns(plan, lane.blas_side, side, d, a, out, w_inner_ws, w_inner_stride, J0, JB, c0, ns, nbat);
+        if (st != Status::success) return st;
+      }
+      next_marked = false;
+      const int c1 = c0 + ns, rest = trailing - ns;
+      if (rest > 0) {
+        const int next2 = c1 < kb ? std::min(NB, kb - c1) : 0;  // the block after next
+        const int first = next2 > 0 && next2 < rest ? next2 : rest;
+        st = update_columns(plan, lane.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c1, first, nbat);
+        if (st != Status::success) return st;
+        BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_next, stream));
+        next_marked = true;
+        if (first < rest) {
+          st = update_columns(plan, lane.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c1 + first, rest - first,
+                              nbat);
+          if (st != Status::success) return st;
+        }
+      }
+      BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_done[step % 2], stream));
+      continue;
+    }
+    if (next > 0 && next < trailing) {
+      st = update_columns(plan, lane.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c0, next, nbat);
+      if (st != Status::success) return st;
+      BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_next, stream));
+      BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, lane.ev_next, 0));
+      st = update_columns(plan, lane.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c0 + next, trailing - next,
+                          nbat);
+    } else {
+      st = update_columns(plan, lane.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c0, trailing, nbat);
+      BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_next, stream));
+      BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, lane.ev_next, 0));
+    }
+    if (st != Status::success) return st;
+  }
+  // Join: the caller's stream waits for the last panel; the side stream for every update
+  // (the next chunk reuses the workspace).
+  BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_join, side));
+  BATCHQR_CUDA_TRY(cudaStreamWaitEvent(stream, lane.ev_join, 0));
+  if (plan.tail_at > 0) {  // after the last update, on the caller's stream
+    const int j = plan.tail_at;
+    const Status st = launch_one(d, plan.tail, a + static_cast<std::int64_t>(j) * (d.ld + 1), tau + j, m - j, n - j,
+                                 nbat, stream);
+    if (st != Status::success) return st;
+  }
+  return Status::success;
 }
 
 }  // namespace
@@ -308,20 +429,29 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) side = stream;
   }
+  // The interleave's second part forks off the same way, so it is off where the look-ahead is.
+  const bool interleave = gemm && plan.interleave > 1 && side != stream;
 
   // Workspace: [one cuBLAS workspace per handle, each 256-byte aligned] then the
   // per-matrix arrays. The stream first: cublasSetStream resets a handle's workspace to
   // cuBLAS's own pool, which may allocate (and then a call could neither be captured nor
   // stay asynchronous).
   // The side handle serves only two-level blocking (outer_panel); one-level plans leave it
-  // untouched, as they did before it existed.
+  // untouched, as they did before it existed. An interleaved plan has a second pair of
+  // handles (the second lane's), set only when the interleave runs.
   unsigned char* ws = static_cast<unsigned char*>(workspace);
   if (plan.blas_bytes > 0) {
     const bool two_level = plan.outer_nb > plan.nb;
-    for (auto [h, st] : {std::pair{res.blas, stream}, std::pair{res.blas_side, side}}) {
+    const std::pair<cublasHandle_t, cudaStream_t> handles[] = {{res.blas, stream},
+                                                               {res.blas_side, side},
+                                                               {res.lane2.blas, res.stream2},
+                                                               {res.lane2.blas_side, res.lane2.side}};
+    for (int i = 0; i < 2 * plan.interleave && i < 4; ++i) {
+      const auto [h, st] = handles[i];
       unsigned char* aligned = ws + ((256 - reinterpret_cast<std::uintptr_t>(ws) % 256) % 256);
       ws += plan.blas_bytes + 256;
-      if (h == res.blas_side && !two_level) continue;
+      if (i % 2 == 1 && !two_level) continue;
+      if (i >= 2 && !interleave) continue;
       if (h == nullptr) return Status::backend_error;
       if (cublasSetStream(h, st) != CUBLAS_STATUS_SUCCESS ||
           cublasSetWorkspace(h, aligned, plan.blas_bytes) != CUBLAS_STATUS_SUCCESS)
@@ -348,96 +478,31 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
     }
 
     if (gemm) {
-      // Look-ahead: outer panels (with the updates inside them) run on the side stream,
-      // trailing updates on the caller's stream. Once the next outer panel's columns are
-      // updated, that panel starts while the rest of the trailing matrix is still being
-      // updated. V^T and T are double-buffered between the streams.
-      //
-      // plan.next_on_side: the side stream also updates the next block's columns, right
-      // after the block's panels, so that the next panels follow without a round trip
-      // through the caller's stream. The caller's stream then updates the columns of the
-      // block after next first (ev_next: what the side stream's next such update waits
-      // for), and ev_done[parity] marks a block's updates done, before the panels two
-      // blocks on overwrite the V^T and T that they read.
-      BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_fork, stream));
-      BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, res.ev_fork, 0));
-      const int NB = plan.outer_nb;
-      const bool next_side = plan.next_on_side && side != stream;
-      bool next_marked = false;  // next_side: the caller's stream recorded ev_next in the previous block
-      const std::int64_t w_stride = static_cast<std::int64_t>(plan.w_floats);
-      const std::int64_t w_inner_stride = static_cast<std::int64_t>(plan.w_inner_floats);
-      const int kb = plan.tail_at > 0 ? plan.tail_at : k;  // columns of the blocked loop
-      for (int J0 = 0, step = 0; J0 < kb; J0 += NB, ++step) {
-        const int JB = std::min(NB, kb - J0);
-        const int trailing = n - J0 - JB;
-        PanelOut out;
-        out.t = t_ws + static_cast<std::size_t>(step % 2) * chunk * plan.t_floats;
-        out.t_stride = static_cast<std::int64_t>(plan.t_floats);
-        // A block of one panel keeps T as a 32 x 32 tile; a wider one as JB x JB (the merge's ld).
-        out.t_ld = JB > kMaxPanelWidth ? JB : kMaxPanelWidth;
-        out.vt = vt_ws + static_cast<std::size_t>(step % 2) * chunk * plan.vt_floats;
-        out.vt_stride = static_cast<std::int64_t>(plan.vt_floats);
-        out.vt_ld = JB;
-        if (next_side && step >= 2) BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, res.ev_done[step % 2], 0));
-        Status st = outer_panel(dev, args, plan, res.blas_side, a, tau, J0, JB, trailing > 0, out, w_inner_ws, s_ws,
-                                flags, nbat, side);
+      const ChunkWs ws0{t_ws, w_ws, vt_ws, w_inner_ws, s_ws, flags, chunk};
+      if (!interleave || nbat < 2) {
+        const Status st = blocked_part(dev, args, plan, res, stream, side, a, tau, nbat, nbat, ws0);
         if (st != Status::success) return st;
-        if (trailing <= 0) continue;
-        BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_panel, side));
-        BATCHQR_CUDA_TRY(cudaStreamWaitEvent(stream, res.ev_panel, 0));
-        const int c0 = J0 + JB;
-        const int next = c0 < kb ? std::min(NB, kb - c0) : 0;  // next outer panel's width (none before the tail)
-        if (next_side) {
-          // The next block's columns here; the previous block's update of them (the caller's
-          // stream, first) is what ev_next marks.
-          const int ns = std::min(next, trailing);
-          if (ns > 0) {
-            if (next_marked) BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, res.ev_next, 0));
-            st = update_columns(plan, res.blas_side, side, d, a, out, w_inner_ws, w_inner_stride, J0, JB, c0, ns, nbat);
-            if (st != Status::success) return st;
-          }
-          next_marked = false;
-          const int c1 = c0 + ns, rest = trailing - ns;
-          if (rest > 0) {
-            const int next2 = c1 < kb ? std::min(NB, kb - c1) : 0;  // the block after next
-            const int first = next2 > 0 && next2 < rest ? next2 : rest;
-            st = update_columns(plan, res.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c1, first, nbat);
-            if (st != Status::success) return st;
-            BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_next, stream));
-            next_marked = true;
-            if (first < rest) {
-              st = update_columns(plan, res.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c1 + first, rest - first,
-                                  nbat);
-              if (st != Status::success) return st;
-            }
-          }
-          BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_done[step % 2], stream));
-          continue;
-        }
-        if (next > 0 && next < trailing) {
-          st = update_columns(plan, res.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c0, next, nbat);
-          if (st != Status::success) return st;
-          BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_next, stream));
-          BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, res.ev_next, 0));
-          st = update_columns(plan, res.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c0 + next, trailing - next,
-                              nbat);
-        } else {
-          st = update_columns(plan, res.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c0, trailing, nbat);
-          BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_next, stream));
-          BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, res.ev_next, 0));
-        }
-        if (st != Status::success) return st;
+        continue;
       }
-      // Join: the caller's stream waits for the last panel; the side stream for every update
-      // (the next chunk reuses the workspace).
-      BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_join, side));
-      BATCHQR_CUDA_TRY(cudaStreamWaitEvent(stream, res.ev_join, 0));
-      if (plan.tail_at > 0) {  // after the last update, on the caller's stream
-        const int j = plan.tail_at;
-        const Status st = launch_one(d, plan.tail, a + static_cast<std::int64_t>(j) * (d.ld + 1), tau + j, m - j, n - j,
-                                     nbat, stream);
-        if (st != Status::success) return st;
-      }
+      // Two parts side by side: the first on the caller's stream, the second forked onto
+      // stream2 and joined back; each part's matrices keep their own workspace slots.
+      const std::int64_t h = (nbat + 1) / 2;
+      const ChunkWs ws1{t_ws + h * plan.t_floats,
+                        w_ws + h * plan.w_floats,
+                        vt_ws + h * plan.vt_floats,
+                        w_inner_ws + h * plan.w_inner_floats,
+                        s_ws + h * plan.s_floats,
+                        flags + h,
+                        chunk};
+      BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_split, stream));
+      BATCHQR_CUDA_TRY(cudaStreamWaitEvent(res.stream2, res.ev_split, 0));
+      Status st = blocked_part(dev, args, plan, res, stream, side, a, tau, h, nbat, ws0);
+      if (st != Status::success) return st;
+      st = blocked_part(dev, args, plan, res.lane2, res.stream2, res.lane2.side, a + h * d.stride, tau + h * d.tau_stride,
+                        nbat - h, nbat, ws1);
+      if (st != Status::success) return st;
+      BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_merge, res.stream2));
+      BATCHQR_CUDA_TRY(cudaStreamWaitEvent(stream, res.ev_merge, 0));
       continue;
     }
 
@@ -449,7 +514,7 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
       PanelOut out;
       out.t = t_ws;
       out.t_stride = static_cast<std::int64_t>(kMaxPanelWidth) * kMaxPanelWidth;
-      Status st = launch_panel(dev, args, plan, a, tau, j0, jb, with_t, out, nullptr, nbat, stream);
+      Status st = launch_panel(dev, args, plan, a, tau, j0, jb, with_t, out, nullptr, nbat, nbat, stream);
       if (st != Status::success) return st;
       if (!with_t) continue;
       LarfbArgs la{};

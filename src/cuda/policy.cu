@@ -201,6 +201,18 @@ bool wcol_panel(const DeviceInfo&, int rows, int ncols, std::int64_t, int min_ro
   return ncols <= kMaxPanelWidth && rows > (min_rows > 0 ? min_rows : kWcolMinRows) && rows <= kWcolMaxRows;
 }
 
+bool interleave_batch(const DeviceInfo& dev, std::int64_t batch) {
+  // Measured (docs/perf-notes.md v37, geqrf_outer_sweep --interleave 2 / 1, row-major, dense,
+  // queued ms, two rounds): 512^2 x640 4.05, 4.04 / 4.20, 4.23; 640^2 x300 4.22 / 4.50;
+  // 768^2 x100 2.64 / 2.73; 384^2 x640 2.69 / 2.88; 256^2 x640 1.10 / 1.18; 300^2 x600 1.71
+  // / 1.85; 200^2 x1000 1.18 / 1.27; 400^2 x264 1.36 / 1.45; 160^2 x300 0.287 / 0.295;
+  // column-major 512^2 x640 5.12 / 5.23; 1024^2 x60 level (3.60 / 3.61); 2048^2 x8 slower
+  // (4.70 / 4.65), as are 8 and 2 matrices with --split. Called without work queued ahead,
+  // the second part's launches are enqueued after the first's: 160^2 x300 then +2%, 400^2
+  // x264 and 768^2 x100 level.
+  return 4 * batch >= static_cast<std::int64_t>(kInterleaveMinBatchPerSm4) * dev.sm_count;
+}
+
 LarfbSplit larfb_split(const DeviceInfo& dev, std::int64_t batch, int rows, int tiles) {
   LarfbSplit sp;
   const std::int64_t ctas = batch * tiles;
@@ -443,8 +455,14 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     // The side stream's update of the next block's columns (outer reflectors, at most outer
     // columns) takes the inner updates' W, if cuBLAS applies it.
     if (plan.next_on_side) plan.w_inner_floats = std::max(plan.w_inner_floats, 2 * static_cast<std::size_t>(outer) * outer);
+    // Two parts side by side where the batch is large enough (interleave_batch).
+    plan.interleave = plan.look_ahead && d.batch >= 2 &&
+                              (hints.interleave >= 0 ? hints.interleave >= 2 : interleave_batch(dev, d.batch))
+                          ? 2
+                          : 1;
     plan.blas_bytes = kBlasWorkspace;
-    const std::size_t once = 2 * (plan.blas_bytes + 256);  // two handles, each aligned to 256 bytes
+    // two handles per lane, each aligned to 256 bytes
+    const std::size_t once = 2 * static_cast<std::size_t>(plan.interleave) * (plan.blas_bytes + 256);
     // T and V^T twice: the look-ahead panel writes one pair while updates read the other.
     // ... and one int per matrix: the Cholesky QR panel's flags (geqr2_chol.hpp).
     const std::size_t per =

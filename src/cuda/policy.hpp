@@ -136,6 +136,13 @@ struct GeqrfPlan : OneLaunchPlan {
   // (one_launch_plan) at the chunk's batch and that are wider than one panel.
   int tail_at = 0;
   OneLaunchPlan tail;
+  // gemm with the look-ahead: each chunk runs as this many parts (1 or 2) side by side, the
+  // second on the context's second lane (Resources::lane2, stream2), so that one part's
+  // panels run beside the other's trailing update; every choice that depends on the batch
+  // (kernels, tail, panels, merges) is the whole chunk's. The second lane's cuBLAS handles
+  // take two more workspaces. Off while the caller's stream is being captured, as the
+  // look-ahead is.
+  int interleave = 1;
   std::int64_t batch_chunk = 1;  // matrices per pass; bounds the workspace
   // Workspace per matrix, in floats:
   std::size_t t_floats = 0;      // T factor (outer_nb^2 for gemm)
@@ -143,7 +150,7 @@ struct GeqrfPlan : OneLaunchPlan {
   std::size_t vt_floats = 0;     // V^T of the largest outer panel (gemm)
   std::size_t w_inner_floats = 0;  // W and W2 of the updates inside an outer panel (gemm, two-level)
   std::size_t s_floats = 0;      // Gram blocks for the outer T (gemm, two-level)
-  std::size_t blas_bytes = 0;    // once per cuBLAS handle: its workspace (gemm; two handles)
+  std::size_t blas_bytes = 0;    // once per cuBLAS handle: its workspace (gemm; two handles, four interleaved)
   std::size_t workspace_bytes = 0;
 };
 
@@ -162,6 +169,7 @@ struct PlanHints {
   int stripe64 = -1;     // 0: never larfb_stripe64; 1: wherever it can; -1: the policy's
   int merge_ctas = 0;    // larft_merge_pair's CTAs per matrix (1..8, where clusters launch); 0: the policy's
   int tail = -1;         // 0: the blocked path runs to the end (no GeqrfPlan::tail); -1: the policy's
+  int interleave = -1;   // 1: one part per chunk; 2: two where the plan has the look-ahead; -1: the policy's
   PanelHints panel;       // the blocked path's panel kernels
 };
 
@@ -272,6 +280,11 @@ bool cluster_ahead_of_cta(int m, int n);
 bool cta_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch);
 // Whether a panel goes to geqr2_wcol (where one of its configurations holds it).
 bool wcol_panel(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch, int min_rows = 0);
+// Whether the blocked path (with the look-ahead) runs a chunk of `batch` matrices as two
+// interleaved parts (GeqrfPlan::interleave): from kInterleaveMinBatchPerSm4 / 4 of a matrix
+// per SM (99 on the H200).
+inline constexpr int kInterleaveMinBatchPerSm4 = 3;
+bool interleave_batch(const DeviceInfo& dev, std::int64_t batch);
 // Warps per geqr2 CTA: one per column up to 32, at least 8.
 int panel_warps(int ncols);
 
