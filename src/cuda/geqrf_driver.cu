@@ -289,6 +289,12 @@ struct ChunkWs {
   float* s;
   int* flags;
   std::int64_t chunk;
+
+  // The same arrays at the chunk's matrix `first` (the interleave's second part).
+  ChunkWs at(std::int64_t first, const GeqrfPlan& plan) const {
+    return {t + first * plan.t_floats, w + first * plan.w_floats, vt + first * plan.vt_floats,
+            w_inner + first * plan.w_inner_floats, s + first * plan.s_floats, flags + first, chunk};
+  }
 };
 
 // The blocked path with the look-ahead on nbat matrices at a and tau: panels on `side`,
@@ -466,6 +472,8 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
   float* s_ws = w_inner_ws + static_cast<std::size_t>(chunk) * plan.w_inner_floats;
   int* flags = gemm ? reinterpret_cast<int*>(s_ws + static_cast<std::size_t>(chunk) * plan.s_floats) : nullptr;
 
+  const ChunkWs ws0{t_ws, w_ws, vt_ws, w_inner_ws, s_ws, flags, chunk};
+
   for (std::int64_t b0 = 0; b0 < d.batch; b0 += chunk) {
     const std::int64_t nbat = std::min(chunk, d.batch - b0);
     float* a = args.a + b0 * d.stride;
@@ -478,7 +486,6 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
     }
 
     if (gemm) {
-      const ChunkWs ws0{t_ws, w_ws, vt_ws, w_inner_ws, s_ws, flags, chunk};
       if (!interleave || nbat < 2) {
         const Status st = blocked_part(dev, args, plan, res, stream, side, a, tau, nbat, nbat, ws0);
         if (st != Status::success) return st;
@@ -487,19 +494,12 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
       // Two parts side by side: the first on the caller's stream, the second forked onto
       // stream2 and joined back; each part's matrices keep their own workspace slots.
       const std::int64_t h = (nbat + 1) / 2;
-      const ChunkWs ws1{t_ws + h * plan.t_floats,
-                        w_ws + h * plan.w_floats,
-                        vt_ws + h * plan.vt_floats,
-                        w_inner_ws + h * plan.w_inner_floats,
-                        s_ws + h * plan.s_floats,
-                        flags + h,
-                        chunk};
       BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_split, stream));
       BATCHQR_CUDA_TRY(cudaStreamWaitEvent(res.stream2, res.ev_split, 0));
       Status st = blocked_part(dev, args, plan, res, stream, side, a, tau, h, nbat, ws0);
       if (st != Status::success) return st;
       st = blocked_part(dev, args, plan, res.lane2, res.stream2, res.lane2.side, a + h * d.stride, tau + h * d.tau_stride,
-                        nbat - h, nbat, ws1);
+                        nbat - h, nbat, ws0.at(h, plan));
       if (st != Status::success) return st;
       BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_merge, res.stream2));
       BATCHQR_CUDA_TRY(cudaStreamWaitEvent(stream, res.ev_merge, 0));
