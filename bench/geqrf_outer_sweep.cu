@@ -6,7 +6,8 @@
 //   geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2]
 //                     [--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--wcol-min-rows R]
 //                     [--chol 0|1|2|3] [--chol-rows R] [--chol-short-rows R] [--cta 0|1|2|3] [--cluster-ctas S]
-//                     [--look-ahead 0|1|2] [--tail 0|1] [--interleave 1|2] [--split S] [--split-plan part|whole]
+//                     [--look-ahead 0|1|2] [--tail 0|1] [--interleave 1|2] [--interleave-first N]
+//                     [--interleave-order 0|1] [--split S] [--split-plan part|whole]
 //                     [--layout row|col] [--dist NAME] [--cond C] [m n batch]...
 //                     (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
@@ -44,7 +45,10 @@
 // handing the trailing matrices to a one-launch kernel where the policy would (GeqrfPlan::
 // tail; rows with a tail end in "tail J", its first column). --interleave 1: each chunk as
 // one part; 2: as two parts side by side wherever the plan has the look-ahead (GeqrfPlan::
-// interleave; rows with it end in "interleave 2"). --split S: the batch cut into S
+// interleave; rows with it end in "interleave 2"); --interleave-first N: its first part
+// takes N matrices (default: the policy's, half); --interleave-order: its two parts
+// enqueued part by part (0) or one outer block of each in turn (1; default: the
+// policy's). --split S: the batch cut into S
 // nearly equal parts, each planned for its own batch (with the same hints) and run on its
 // own stream and context, all forked from and joined into the timed stream (rows end in
 // "split S"; the plan columns show the first part's plan); --split-plan whole: every part
@@ -99,6 +103,8 @@ int main(int argc, char** argv) {
   int look_ahead = -1;
   int tail = -1;
   int interleave = -1;
+  long long interleave_first = 0;
+  int interleave_order = -1;
   int split = 1;
   bool split_whole_plan = false;
   Layout layout = Layout::col_major;
@@ -178,6 +184,12 @@ int main(int argc, char** argv) {
     } else if (arg == "--interleave" && i + 1 < argc) {
       interleave = std::atoi(argv[i + 1]);
       i += 2;
+    } else if (arg == "--interleave-first" && i + 1 < argc) {
+      interleave_first = std::atoll(argv[i + 1]);
+      i += 2;
+    } else if (arg == "--interleave-order" && i + 1 < argc) {
+      interleave_order = std::atoi(argv[i + 1]);
+      i += 2;
     } else if (arg == "--split-plan" && i + 1 < argc) {
       split_whole_plan = std::string(argv[i + 1]) == "whole";
       i += 2;
@@ -194,7 +206,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
                    "[--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--wcol-min-rows R] [--chol 0|1|2|3] [--chol-rows R] [--chol-short-rows R] "
-                   "[--look-ahead 0|1|2] [--tail 0|1] [--interleave 1|2] [--split S] [--split-plan part|whole] "
+                   "[--look-ahead 0|1|2] [--tail 0|1] [--interleave 1|2] [--interleave-first N] [--interleave-order 0|1] "
+                   "[--split S] [--split-plan part|whole] "
                    "[--cta 0|1|2|3] [--cluster-ctas S] "
                    "[--layout row|col] [--dist NAME] [--cond C] "
                    "[m n batch]...\n");
@@ -276,6 +289,8 @@ int main(int argc, char** argv) {
       hints.cluster_ctas = cluster_ctas;
       hints.tail = tail;
       hints.interleave = interleave;
+      hints.interleave_first = interleave_first;
+      hints.interleave_order = interleave_order;
       // The parts of --split: matrices [first, first + count) each, planned for their count.
       struct Part {
         GeqrfOperation::Arguments args;
@@ -347,7 +362,11 @@ int main(int argc, char** argv) {
       failures += pass ? 0 : 1;
       std::string tail_note = plan.tail_at > 0 ? "  tail " + std::to_string(plan.tail_at) : "";
       if (parts.size() > 1) tail_note += "  split " + std::to_string(parts.size());
-      if (plan.interleave > 1) tail_note += "  interleave " + std::to_string(plan.interleave);
+      if (plan.interleave > 1) {
+        tail_note += "  interleave " + std::to_string(plan.interleave);
+        if (plan.interleave_first > 0) tail_note += " first " + std::to_string(plan.interleave_first);
+        if (!plan.interleave_by_block) tail_note += " part-by-part";
+      }
       std::printf("%6d %6d %6d | %5d%s %2d | %10.4f %10.4f %10.4f %8.3f %8.3f | %s%s%s\n", m, n, batch, blocked ? outer : 0,
                   !plan.look_ahead ? " -" : plan.next_on_side ? " s" : "  ", plan.stripe_update ? (plan.stripe_math == StripeMath::tf32x3 ? 3 : 2) : plan.fused_update ? 1 : 0, median(times),
                   median(queued), median(host), rep.worst_factor, rep.worst_orth, pass ? "pass" : "FAIL",

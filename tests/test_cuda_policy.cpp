@@ -607,6 +607,16 @@ TEST(CudaPolicy, BatchInterleaveFromThreeQuartersOfAMatrixPerSm) {
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(2048, 2048, 8), on).interleave, 2);
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(2048, 2048, 1), on).interleave, 1);  // one matrix: one part
   EXPECT_EQ(make_plan(dev, make_geqrf_desc(32, 32, 1000)).interleave, 1);        // one launch
+  // Halves, enqueued block by block, unless hinted.
+  EXPECT_EQ(big.interleave_first, 0);
+  EXPECT_TRUE(big.interleave_by_block);
+  PlanHints uneven;
+  uneven.interleave_first = 264;
+  uneven.interleave_order = 0;
+  const GeqrfPlan u = make_plan(dev, make_geqrf_desc(512, 512, 640), uneven);
+  EXPECT_EQ(u.interleave_first, 264);
+  EXPECT_FALSE(u.interleave_by_block);
+  EXPECT_EQ(u.workspace_bytes, big.workspace_bytes);
 }
 
 TEST(CudaPolicy, BlockedPathEndsInAOneLaunchTail) {

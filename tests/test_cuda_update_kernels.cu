@@ -428,7 +428,8 @@ TEST_F(UpdateKernels, LookAheadForms) {
 // the context's two lanes, every matrix through the gate, against one part on the same
 // shapes: odd and even batches (parts of ceil and floor of half), one and two level, both
 // layouts, padded, mixed inputs (the Cholesky QR panel's flags per part: 2048 rows),
-// rank-deficient and near-collinear ones; and the policy's own choice at 200 matrices.
+// rank-deficient and near-collinear ones; both enqueue orders (bit for bit the same) and
+// uneven parts; and the policy's own choice at 200 matrices.
 TEST_F(UpdateKernels, BatchInterleave) {
   struct Case {
     int m, n, batch, outer;
@@ -454,6 +455,35 @@ TEST_F(UpdateKernels, BatchInterleave) {
     PlanHints on;
     on.interleave = 2;
     expect_accurate(padded(333, 200, 5, layout), on, -1, Distribution::band, 1.0);
+    // The two enqueue orders (part by part, block by block) run the same kernels on the
+    // same parts: the same bits. Uneven parts (1 + 6, 6 + 1, and a first part asked larger
+    // than the chunk: all but one matrix).
+    {
+      const GeqrfDesc d = make_geqrf_desc(520, 520, 5, layout);
+      const std::uint64_t seed = fresh_seed();
+      const std::vector<float> h = generate_batch(d, Distribution::mixed, 2.0, seed);
+      std::vector<float> out[2], taus[2];
+      for (int order : {0, 1}) {
+        PlanHints o;
+        o.cta = 0;
+        o.outer_nb = 64;
+        o.interleave = 2;
+        o.interleave_order = order;
+        ASSERT_EQ(cuda::make_plan(dev_, d, o).interleave_by_block, order == 1);
+        const std::string name = describe(d, Distribution::mixed, 2.0, seed) + " order " + std::to_string(order);
+        check_batch(d, o, h, name);
+        factor(d, o, h, out[order], taus[order]);
+      }
+      EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(), out[0].size() * sizeof(float)), 0) << seed;
+      EXPECT_EQ(std::memcmp(taus[0].data(), taus[1].data(), taus[0].size() * sizeof(float)), 0) << seed;
+      for (std::int64_t first : {1, 6, 100}) {
+        PlanHints u;
+        u.outer_nb = 32;
+        u.interleave = 2;
+        u.interleave_first = first;
+        expect_accurate(make_geqrf_desc(300, 300, 7, layout), u, -1, Distribution::mixed, 2.0);
+      }
+    }
     PlanHints policy;
     ASSERT_EQ(cuda::make_plan(dev_, make_geqrf_desc(256, 256, 200, layout), policy).interleave, 2);
     expect_accurate(make_geqrf_desc(256, 256, 200, layout), policy, -1, Distribution::mixed, 2.0);

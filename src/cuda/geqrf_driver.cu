@@ -3,7 +3,7 @@
 // kernel finishes the trailing matrices (GeqrfPlan::tail); or that one launch alone when
 // the policy takes the whole matrix (one warp, CTA or cluster per matrix). Large batches
 // run each chunk as two parts side by side on two stream pairs (GeqrfPlan::interleave,
-// blocked_part).
+// BlockedPart).
 #include <algorithm>
 #include <climits>
 #include <utility>
@@ -299,107 +299,147 @@ struct ChunkWs {
 
 // The blocked path with the look-ahead on nbat matrices at a and tau: panels on `side`,
 // trailing updates on `stream`, with lane's cuBLAS handles and events; kernels chosen for
-// policy_batch matrices (the chunk's). Joins `side` into `stream` before the tail.
-Status blocked_part(const DeviceInfo& dev, const GeqrfOperation::Arguments& args, const GeqrfPlan& plan,
-                    const Lane& lane, cudaStream_t stream, cudaStream_t side, float* a, float* tau, std::int64_t nbat,
-                    std::int64_t policy_batch, const ChunkWs& ws) {
-  const GeqrfDesc& d = args.desc;
-  const int m = static_cast<int>(d.m), n = static_cast<int>(d.n), k = std::min(m, n);
-  const std::int64_t chunk = ws.chunk;
-  float *t_ws = ws.t, *w_ws = ws.w, *vt_ws = ws.vt, *w_inner_ws = ws.w_inner, *s_ws = ws.s;
-  int* flags = ws.flags;
-  // Look-ahead: outer panels (with the updates inside them) run on the side stream,
-  // trailing updates on the caller's stream. Once the next outer panel's columns are
-  // updated, that panel starts while the rest of the trailing matrix is still being
-  // updated. V^T and T are double-buffered between the streams.
-  //
-  // plan.next_on_side: the side stream also updates the next block's columns, right
-  // after the block's panels, so that the next panels follow without a round trip
-  // through the caller's stream. The caller's stream then updates the columns of the
-  // block after next first (ev_next: what the side stream's next such update waits
-  // for), and ev_done[parity] marks a block's updates done, before the panels two
-  // blocks on overwrite the V^T and T that they read.
-  BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_fork, stream));
-  BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, lane.ev_fork, 0));
-  const int NB = plan.outer_nb;
-  const bool next_side = plan.next_on_side && side != stream;
-  bool next_marked = false;  // next_side: the caller's stream recorded ev_next in the previous block
-  const std::int64_t w_stride = static_cast<std::int64_t>(plan.w_floats);
-  const std::int64_t w_inner_stride = static_cast<std::int64_t>(plan.w_inner_floats);
-  const int kb = plan.tail_at > 0 ? plan.tail_at : k;  // columns of the blocked loop
-  for (int J0 = 0, step = 0; J0 < kb; J0 += NB, ++step) {
-    const int JB = std::min(NB, kb - J0);
+// policy_batch matrices (the chunk's). Enqueued in pieces, so that the interleave's two
+// parts can be enqueued block by block: start() forks `side` off `stream`, each step()
+// enqueues one outer block, finish() joins `side` into `stream` and launches the tail.
+//
+// Look-ahead: outer panels (with the updates inside them) run on the side stream,
+// trailing updates on the caller's stream. Once the next outer panel's columns are
+// updated, that panel starts while the rest of the trailing matrix is still being
+// updated. V^T and T are double-buffered between the streams.
+//
+// plan.next_on_side: the side stream also updates the next block's columns, right after
+// the block's panels, so that the next panels follow without a round trip through the
+// caller's stream. The caller's stream then updates the columns of the block after next
+// first (ev_next: what the side stream's next such update waits for), and
+// ev_done[parity] marks a block's updates done, before the panels two blocks on
+// overwrite the V^T and T that they read.
+class BlockedPart {
+ public:
+  BlockedPart(const DeviceInfo& dev, const GeqrfOperation::Arguments& args, const GeqrfPlan& plan, const Lane& lane,
+              cudaStream_t stream, cudaStream_t side, float* a, float* tau, std::int64_t nbat,
+              std::int64_t policy_batch, const ChunkWs& ws)
+      : dev_(dev), args_(args), d_(args.desc), plan_(plan), lane_(lane), stream_(stream), side_(side), a_(a),
+        tau_(tau), nbat_(nbat), policy_batch_(policy_batch), ws_(ws),
+        kb_(plan.tail_at > 0 ? plan.tail_at : static_cast<int>(std::min(args.desc.m, args.desc.n))),
+        next_side_(plan.next_on_side && side != stream) {}
+
+  bool done() const { return J0_ >= kb_; }
+
+  Status start() {
+    BATCHQR_CUDA_TRY(cudaEventRecord(lane_.ev_fork, stream_));
+    BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side_, lane_.ev_fork, 0));
+    return Status::success;
+  }
+
+  // Outer block J0_ (its panels, then the trailing update of its reflectors).
+  Status step() {
+    const GeqrfDesc& d = d_;
+    const GeqrfPlan& plan = plan_;
+    const Lane& lane = lane_;
+    const int n = static_cast<int>(d.n), NB = plan.outer_nb, J0 = J0_, step = step_;
+    J0_ += NB;
+    ++step_;
+    const std::int64_t chunk = ws_.chunk, nbat = nbat_;
+    const std::int64_t w_stride = static_cast<std::int64_t>(plan.w_floats);
+    const std::int64_t w_inner_stride = static_cast<std::int64_t>(plan.w_inner_floats);
+    float* a = a_;
+    const int JB = std::min(NB, kb_ - J0);
     const int trailing = n - J0 - JB;
     PanelOut out;
-    out.t = t_ws + static_cast<std::size_t>(step % 2) * chunk * plan.t_floats;
+    out.t = ws_.t + static_cast<std::size_t>(step % 2) * chunk * plan.t_floats;
     out.t_stride = static_cast<std::int64_t>(plan.t_floats);
     // A block of one panel keeps T as a 32 x 32 tile; a wider one as JB x JB (the merge's ld).
     out.t_ld = JB > kMaxPanelWidth ? JB : kMaxPanelWidth;
-    out.vt = vt_ws + static_cast<std::size_t>(step % 2) * chunk * plan.vt_floats;
+    out.vt = ws_.vt + static_cast<std::size_t>(step % 2) * chunk * plan.vt_floats;
     out.vt_stride = static_cast<std::int64_t>(plan.vt_floats);
     out.vt_ld = JB;
-    if (next_side && step >= 2) BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, lane.ev_done[step % 2], 0));
-    Status st = outer_panel(dev, args, plan, lane.blas_side, a, tau, J0, JB, trailing > 0, out, w_inner_ws, s_ws,
-                            flags, nbat, policy_batch, side);
+    if (next_side_ && step >= 2) BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side_, lane.ev_done[step % 2], 0));
+    Status st = outer_panel(dev_, args_, plan, lane.blas_side, a, tau_, J0, JB, trailing > 0, out, ws_.w_inner, ws_.s,
+                            ws_.flags, nbat, policy_batch_, side_);
     if (st != Status::success) return st;
-    if (trailing <= 0) continue;
-    BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_panel, side));
-    BATCHQR_CUDA_TRY(cudaStreamWaitEvent(stream, lane.ev_panel, 0));
+    if (trailing <= 0) return Status::success;
+    BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_panel, side_));
+    BATCHQR_CUDA_TRY(cudaStreamWaitEvent(stream_, lane.ev_panel, 0));
     const int c0 = J0 + JB;
-    const int next = c0 < kb ? std::min(NB, kb - c0) : 0;  // next outer panel's width (none before the tail)
-    if (next_side) {
+    const int next = c0 < kb_ ? std::min(NB, kb_ - c0) : 0;  // next outer panel's width (none before the tail)
+    if (next_side_) {
       // The next block's columns here; the previous block's update of them (the caller's
       // stream, first) is what ev_next marks.
       const int ns = std::min(next, trailing);
       if (ns > 0) {
-        if (next_marked) BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, lane.ev_next, 0));
-        st = update_columns(plan, lane.blas_side, side, d, a, out, w_inner_ws, w_inner_stride, J0, JB, c0, ns, nbat);
+        if (next_marked_) BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side_, lane.ev_next, 0));
+        st = update_columns(plan, lane.blas_side, side_, d, a, out, ws_.w_inner, w_inner_stride, J0, JB, c0, ns, nbat);
         if (st != Status::success) return st;
       }
-      next_marked = false;
+      next_marked_ = false;
       const int c1 = c0 + ns, rest = trailing - ns;
       if (rest > 0) {
-        const int next2 = c1 < kb ? std::min(NB, kb - c1) : 0;  // the block after next
+        const int next2 = c1 < kb_ ? std::min(NB, kb_ - c1) : 0;  // the block after next
         const int first = next2 > 0 && next2 < rest ? next2 : rest;
-        st = update_columns(plan, lane.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c1, first, nbat);
+        st = update_columns(plan, lane.blas, stream_, d, a, out, ws_.w, w_stride, J0, JB, c1, first, nbat);
         if (st != Status::success) return st;
-        BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_next, stream));
-        next_marked = true;
+        BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_next, stream_));
+        next_marked_ = true;
         if (first < rest) {
-          st = update_columns(plan, lane.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c1 + first, rest - first,
+          st = update_columns(plan, lane.blas, stream_, d, a, out, ws_.w, w_stride, J0, JB, c1 + first, rest - first,
                               nbat);
           if (st != Status::success) return st;
         }
       }
-      BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_done[step % 2], stream));
-      continue;
+      BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_done[step % 2], stream_));
+      return Status::success;
     }
     if (next > 0 && next < trailing) {
-      st = update_columns(plan, lane.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c0, next, nbat);
+      st = update_columns(plan, lane.blas, stream_, d, a, out, ws_.w, w_stride, J0, JB, c0, next, nbat);
       if (st != Status::success) return st;
-      BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_next, stream));
-      BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, lane.ev_next, 0));
-      st = update_columns(plan, lane.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c0 + next, trailing - next,
+      BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_next, stream_));
+      BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side_, lane.ev_next, 0));
+      st = update_columns(plan, lane.blas, stream_, d, a, out, ws_.w, w_stride, J0, JB, c0 + next, trailing - next,
                           nbat);
     } else {
-      st = update_columns(plan, lane.blas, stream, d, a, out, w_ws, w_stride, J0, JB, c0, trailing, nbat);
-      BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_next, stream));
-      BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side, lane.ev_next, 0));
+      st = update_columns(plan, lane.blas, stream_, d, a, out, ws_.w, w_stride, J0, JB, c0, trailing, nbat);
+      BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_next, stream_));
+      BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side_, lane.ev_next, 0));
     }
-    if (st != Status::success) return st;
+    return st;
   }
+
   // Join: the caller's stream waits for the last panel; the side stream for every update
-  // (the next chunk reuses the workspace).
-  BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_join, side));
-  BATCHQR_CUDA_TRY(cudaStreamWaitEvent(stream, lane.ev_join, 0));
-  if (plan.tail_at > 0) {  // after the last update, on the caller's stream
-    const int j = plan.tail_at;
-    const Status st = launch_one(d, plan.tail, a + static_cast<std::int64_t>(j) * (d.ld + 1), tau + j, m - j, n - j,
-                                 nbat, stream);
-    if (st != Status::success) return st;
+  // (the next chunk reuses the workspace). Then the tail, after the last update, on the
+  // caller's stream.
+  Status finish() {
+    BATCHQR_CUDA_TRY(cudaEventRecord(lane_.ev_join, side_));
+    BATCHQR_CUDA_TRY(cudaStreamWaitEvent(stream_, lane_.ev_join, 0));
+    if (plan_.tail_at <= 0) return Status::success;
+    const int j = plan_.tail_at, m = static_cast<int>(d_.m), n = static_cast<int>(d_.n);
+    return launch_one(d_, plan_.tail, a_ + static_cast<std::int64_t>(j) * (d_.ld + 1), tau_ + j, m - j, n - j, nbat_,
+                      stream_);
   }
-  return Status::success;
-}
+
+  // The whole part: start, every block, finish.
+  Status run_all() {
+    Status st = start();
+    while (st == Status::success && !done()) st = step();
+    return st == Status::success ? finish() : st;
+  }
+
+ private:
+  const DeviceInfo& dev_;
+  const GeqrfOperation::Arguments& args_;
+  const GeqrfDesc& d_;
+  const GeqrfPlan& plan_;
+  const Lane& lane_;
+  cudaStream_t stream_, side_;
+  float* a_;
+  float* tau_;
+  std::int64_t nbat_, policy_batch_;
+  ChunkWs ws_;
+  int kb_;  // columns of the blocked loop
+  bool next_side_;
+  int J0_ = 0, step_ = 0;
+  bool next_marked_ = false;  // next_side_: the caller's stream recorded ev_next in the previous block
+};
 
 }  // namespace
 
@@ -487,19 +527,35 @@ Status GeqrfOperation::run(const DeviceInfo& dev, const Resources& res, const Ar
 
     if (gemm) {
       if (!interleave || nbat < 2) {
-        const Status st = blocked_part(dev, args, plan, res, stream, side, a, tau, nbat, nbat, ws0);
+        const Status st = BlockedPart(dev, args, plan, res, stream, side, a, tau, nbat, nbat, ws0).run_all();
         if (st != Status::success) return st;
         continue;
       }
       // Two parts side by side: the first on the caller's stream, the second forked onto
-      // stream2 and joined back; each part's matrices keep their own workspace slots.
-      const std::int64_t h = (nbat + 1) / 2;
+      // stream2 and joined back; each part's matrices keep their own workspace slots. Their
+      // blocks are enqueued in turn, so that the second part's first panels do not wait for
+      // the host to enqueue the whole first part.
+      const std::int64_t h =
+          plan.interleave_first > 0 ? std::min<std::int64_t>(plan.interleave_first, nbat - 1) : (nbat + 1) / 2;
       BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_split, stream));
       BATCHQR_CUDA_TRY(cudaStreamWaitEvent(res.stream2, res.ev_split, 0));
-      Status st = blocked_part(dev, args, plan, res, stream, side, a, tau, h, nbat, ws0);
-      if (st != Status::success) return st;
-      st = blocked_part(dev, args, plan, res.lane2, res.stream2, res.lane2.side, a + h * d.stride, tau + h * d.tau_stride,
-                        nbat - h, nbat, ws0.at(h, plan));
+      BlockedPart p0(dev, args, plan, res, stream, side, a, tau, h, nbat, ws0);
+      BlockedPart p1(dev, args, plan, res.lane2, res.stream2, res.lane2.side, a + h * d.stride,
+                     tau + h * d.tau_stride, nbat - h, nbat, ws0.at(h, plan));
+      Status st = Status::success;
+      if (plan.interleave_by_block) {
+        st = p0.start();
+        if (st == Status::success) st = p1.start();
+        while (st == Status::success && !(p0.done() && p1.done())) {
+          if (!p0.done()) st = p0.step();
+          if (st == Status::success && !p1.done()) st = p1.step();
+        }
+        if (st == Status::success) st = p0.finish();
+        if (st == Status::success) st = p1.finish();
+      } else {
+        st = p0.run_all();
+        if (st == Status::success) st = p1.run_all();
+      }
       if (st != Status::success) return st;
       BATCHQR_CUDA_TRY(cudaEventRecord(res.ev_merge, res.stream2));
       BATCHQR_CUDA_TRY(cudaStreamWaitEvent(stream, res.ev_merge, 0));

@@ -460,6 +460,8 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
                               (hints.interleave >= 0 ? hints.interleave >= 2 : interleave_batch(dev, d.batch))
                           ? 2
                           : 1;
+    plan.interleave_first = std::max<std::int64_t>(0, hints.interleave_first);
+    plan.interleave_by_block = hints.interleave_order != 0;
     plan.blas_bytes = kBlasWorkspace;
     // two handles per lane, each aligned to 256 bytes
     const std::size_t once = 2 * static_cast<std::size_t>(plan.interleave) * (plan.blas_bytes + 256);

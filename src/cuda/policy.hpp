@@ -143,6 +143,11 @@ struct GeqrfPlan : OneLaunchPlan {
   // take two more workspaces. Off while the caller's stream is being captured, as the
   // look-ahead is.
   int interleave = 1;
+  // The first part's matrices (0: half the chunk, rounded up; at most all but one), and
+  // whether the two parts are enqueued one outer block of each in turn (else the first
+  // part, then the second).
+  std::int64_t interleave_first = 0;
+  bool interleave_by_block = true;
   std::int64_t batch_chunk = 1;  // matrices per pass; bounds the workspace
   // Workspace per matrix, in floats:
   std::size_t t_floats = 0;      // T factor (outer_nb^2 for gemm)
@@ -170,6 +175,8 @@ struct PlanHints {
   int merge_ctas = 0;    // larft_merge_pair's CTAs per matrix (1..8, where clusters launch); 0: the policy's
   int tail = -1;         // 0: the blocked path runs to the end (no GeqrfPlan::tail); -1: the policy's
   int interleave = -1;   // 1: one part per chunk; 2: two where the plan has the look-ahead; -1: the policy's
+  std::int64_t interleave_first = 0;  // the interleave's first part's matrices; 0: the policy's (half)
+  int interleave_order = -1;  // 0: part by part; 1: block by block; -1: the policy's
   PanelHints panel;       // the blocked path's panel kernels
 };
 
