@@ -7,7 +7,7 @@
 //                     [--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--wcol-min-rows R]
 //                     [--chol 0|1|2|3] [--chol-rows R] [--chol-short-rows R] [--cta 0|1|2|3] [--cluster-ctas S]
 //                     [--look-ahead 0|1|2] [--tail 0|1] [--interleave 1|2] [--interleave-first N]
-//                     [--interleave-order 0|1] [--split S] [--split-plan part|whole]
+//                     [--interleave-order 0|1] [--chain-split-rows R] [--split S] [--split-plan part|whole]
 //                     [--layout row|col] [--dist NAME] [--cond C] [m n batch]...
 //                     (default: a built-in list)
 // --outer: time only this width (e.g. under a profiler); --reps: timed calls per width;
@@ -48,7 +48,9 @@
 // interleave; rows with it end in "interleave 2"); --interleave-first N: its first part
 // takes N matrices (default: the policy's, half); --interleave-order: its two parts
 // enqueued part by part (0) or one outer block of each in turn (1; default: the
-// policy's). --split S: the batch cut into S
+// policy's); --chain-split-rows R: larfb_stripe's updates that the next panel waits for
+// split over clusters of CTAs of at most R rows each (-1: larfb_stripe's own form; default:
+// the policy's). --split S: the batch cut into S
 // nearly equal parts, each planned for its own batch (with the same hints) and run on its
 // own stream and context, all forked from and joined into the timed stream (rows end in
 // "split S"; the plan columns show the first part's plan); --split-plan whole: every part
@@ -105,6 +107,7 @@ int main(int argc, char** argv) {
   int interleave = -1;
   long long interleave_first = 0;
   int interleave_order = -1;
+  int chain_split_rows = 0;
   int split = 1;
   bool split_whole_plan = false;
   Layout layout = Layout::col_major;
@@ -187,6 +190,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--interleave-first" && i + 1 < argc) {
       interleave_first = std::atoll(argv[i + 1]);
       i += 2;
+    } else if (arg == "--chain-split-rows" && i + 1 < argc) {
+      chain_split_rows = std::atoi(argv[i + 1]);
+      i += 2;
     } else if (arg == "--interleave-order" && i + 1 < argc) {
       interleave_order = std::atoi(argv[i + 1]);
       i += 2;
@@ -206,7 +212,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: geqrf_outer_sweep [--outer W] [--reps R] [--fused-update 0|1] [--stripe 0|1|2] "
                    "[--stripe-wide 0|1] [--stripe64 0|1] [--merge-ctas C] [--panel-rows R] [--reg-cluster 0|1|c] [--wcol 0|1] [--wcol-min-rows R] [--chol 0|1|2|3] [--chol-rows R] [--chol-short-rows R] "
-                   "[--look-ahead 0|1|2] [--tail 0|1] [--interleave 1|2] [--interleave-first N] [--interleave-order 0|1] "
+                   "[--look-ahead 0|1|2] [--tail 0|1] [--interleave 1|2] [--interleave-first N] [--interleave-order 0|1] [--chain-split-rows R] "
                    "[--split S] [--split-plan part|whole] "
                    "[--cta 0|1|2|3] [--cluster-ctas S] "
                    "[--layout row|col] [--dist NAME] [--cond C] "
@@ -291,6 +297,7 @@ int main(int argc, char** argv) {
       hints.interleave = interleave;
       hints.interleave_first = interleave_first;
       hints.interleave_order = interleave_order;
+      hints.chain_split_rows = chain_split_rows;
       // The parts of --split: matrices [first, first + count) each, planned for their count.
       struct Part {
         GeqrfOperation::Arguments args;
@@ -367,6 +374,7 @@ int main(int argc, char** argv) {
         if (plan.interleave_first > 0) tail_note += " first " + std::to_string(plan.interleave_first);
         if (!plan.interleave_by_block) tail_note += " part-by-part";
       }
+      if (plan.chain_split_rows > 0) tail_note += "  chain-split " + std::to_string(plan.chain_split_rows);
       std::printf("%6d %6d %6d | %5d%s %2d | %10.4f %10.4f %10.4f %8.3f %8.3f | %s%s%s\n", m, n, batch, blocked ? outer : 0,
                   !plan.look_ahead ? " -" : plan.next_on_side ? " s" : "  ", plan.stripe_update ? (plan.stripe_math == StripeMath::tf32x3 ? 3 : 2) : plan.fused_update ? 1 : 0, median(times),
                   median(queued), median(host), rep.worst_factor, rep.worst_orth, pass ? "pass" : "FAIL",

@@ -619,6 +619,33 @@ TEST(CudaPolicy, BatchInterleaveFromThreeQuartersOfAMatrixPerSm) {
   EXPECT_EQ(u.workspace_bytes, big.workspace_bytes);
 }
 
+TEST(CudaPolicy, ChainUpdatesSplitWhereTheirCtasTakeHalfTheSms) {
+  const DeviceInfo dev = h200();
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(4096, 4096, 2)).chain_split_rows, 256);  // 32 CTAs
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(2048, 2048, 8)).chain_split_rows, 256);  // 64
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 1024, 8)).chain_split_rows, 256);  // 32
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(2048, 2048, 9)).chain_split_rows, 0);    // 72
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(1536, 1536, 30)).chain_split_rows, 0);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(1024, 1024, 60)).chain_split_rows, 0);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(512, 512, 640)).chain_split_rows, 0);
+  EXPECT_EQ(chain_split_rows(dev, 256, 1), 0);  // one CTA's block already
+  EXPECT_EQ(chain_split_rows(dev, 257, 33), 256);
+  EXPECT_EQ(chain_split_rows(dev, 257, 34), 0);
+  PlanHints off, forced;
+  off.chain_split_rows = -1;
+  forced.chain_split_rows = 128;
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(4096, 4096, 2), off).chain_split_rows, 0);
+  EXPECT_EQ(make_plan(dev, make_geqrf_desc(512, 512, 640), forced).chain_split_rows, 128);
+  // larfb_stripe's clusters at a split: blocks of at most split rows, up to 16 CTAs, else
+  // its own form.
+  EXPECT_EQ(larfb_stripe_cluster(4096, 256), 16);
+  EXPECT_EQ(larfb_stripe_cluster(700, 256), 3);
+  EXPECT_EQ(larfb_stripe_cluster(200, 256), 1);
+  EXPECT_EQ(larfb_stripe_cluster(4097, 256), larfb_stripe_cluster(4097));
+  EXPECT_EQ(larfb_stripe_cluster(700), 1);
+  EXPECT_LT(larfb_stripe_smem_bytes(4096, 256), larfb_stripe_smem_bytes(4096));
+}
+
 TEST(CudaPolicy, BlockedPathEndsInAOneLaunchTail) {
   const DeviceInfo dev = h200();
   for (const Layout layout : {Layout::row_major, Layout::col_major}) {

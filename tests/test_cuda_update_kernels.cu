@@ -490,6 +490,39 @@ TEST_F(UpdateKernels, BatchInterleave) {
   }
 }
 
+// The updates the next panel waits for on larfb_stripe's cluster form at 256 and 128 rows
+// per CTA (GeqrfPlan::chain_split_rows; 700 rows: 3 and 6 CTAs where its own form takes one):
+// rows not a multiple of the split, one and two levels, both look-ahead forms, both layouts,
+// padded, mixed inputs; every matrix through the gate; and the policy's own choice at 1024^2
+// x8.
+TEST_F(UpdateKernels, ChainSplitStripes) {
+  struct Case {
+    int m, n, batch, outer, look_ahead;
+  };
+  const Case cases[] = {{1100, 300, 2, 64, 2}, {2100, 200, 2, 64, 1}, {700, 650, 3, 32, 2}, {1500, 260, 1, 64, 2}};
+  for (Layout layout : {Layout::row_major, Layout::col_major}) {
+    for (const Case& c : cases) {
+      for (int split : {256, 128}) {
+        PlanHints h;
+        h.outer_nb = c.outer;
+        h.look_ahead = c.look_ahead;
+        h.chain_split_rows = split;
+        const GeqrfDesc d = make_geqrf_desc(c.m, c.n, c.batch, layout);
+        PlanHints blocked = h;
+        blocked.cta = 0;
+        ASSERT_EQ(cuda::make_plan(dev_, d, blocked).chain_split_rows, split) << c.m << "x" << c.n;
+        expect_accurate(d, h, -1, Distribution::mixed, 2.0);
+      }
+    }
+    PlanHints h;
+    h.chain_split_rows = 256;
+    expect_accurate(padded(900, 300, 2, layout), h, -1, Distribution::rowscale, 1.0);
+    PlanHints policy;
+    ASSERT_EQ(cuda::make_plan(dev_, make_geqrf_desc(1024, 1024, 8, layout), policy).chain_split_rows, 256);
+    expect_accurate(make_geqrf_desc(1024, 1024, 8, layout), policy, -1, Distribution::mixed, 2.0);
+  }
+}
+
 // LAPACK's crossover (GeqrfPlan::tail): the blocked path stops at an outer block's first
 // column and one launch factors the trailing matrices. Against the blocked path to the end
 // (PlanHints::tail 0) on the same inputs: both pass the gate, and where the updates are

@@ -204,18 +204,21 @@ Status launch_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args
 // Columns [c0, c0 + nc) of the trailing matrix of the reflectors of columns j0 .. j0 + jb,
 // on `stream` (the stream of the handle `blas`): one larfb_stripe or larfb_fused launch
 // where the plan asks for it and the update allows it, else three cuBLAS products; V^T
-// and T as the panel stored them.
+// and T as the panel stored them. on_chain: an update the next panel waits for (inside an
+// outer block, or the next block's columns), which larfb_stripe splits into blocks of
+// plan.chain_split_rows rows where the plan has them.
 Status update_columns(const GeqrfPlan& plan, cublasHandle_t blas, cudaStream_t stream, const GeqrfDesc& d, float* a,
                       const PanelOut& p, float* w, std::int64_t w_stride, int j0, int jb, int c0, int nc,
-                      std::int64_t nbat) {
+                      std::int64_t nbat, bool on_chain = false) {
+  const int split_rows = on_chain ? plan.chain_split_rows : 0;
   const LarfbOperands op{a,  d.ld, d.stride, p.vt, p.vt_stride, p.vt_ld, p.t, p.t_stride, p.t_ld,
                          j0, c0,   static_cast<int>(d.m) - j0,   jb,          nc};
   if (plan.stripe64 && d.layout == Layout::row_major && larfb_stripe64_can_implement(op, nbat)) {
     const Status st = launch_larfb_stripe64(op, nbat, plan.stripe64_ctas, stream);
     if (st != Status::not_supported) return st;  // else a tensor map did not encode: larfb_stripe
   }
-  if (stripe_update_for(plan, op.rows, nc) && larfb_stripe_can_implement(op, nbat))
-    return launch_larfb_stripe(d.layout, plan.stripe_math, op, nbat, stream);
+  if (stripe_update_for(plan, op.rows, nc) && larfb_stripe_can_implement(op, nbat, split_rows))
+    return launch_larfb_stripe(d.layout, plan.stripe_math, op, nbat, stream, split_rows);
   if (plan.fused_update && larfb_fused_can_implement(op, nbat)) return launch_larfb_fused(d.layout, op, nbat, stream);
   return larfb_gemm(blas, d.layout, LarfbGemmArgs{op, w, w_stride}, nbat);
 }
@@ -240,7 +243,7 @@ Status outer_panel(const DeviceInfo& dev, const GeqrfOperation::Arguments& args,
     if (st != Status::success) return st;
     if (right > 0) {
       st = update_columns(plan, blas, stream, d, a, in, w_inner, static_cast<std::int64_t>(plan.w_inner_floats), j0,
-                          jb, j0 + jb, right, nbat);
+                          jb, j0 + jb, right, nbat, true);
       if (st != Status::success) return st;
     }
   }
@@ -369,7 +372,8 @@ class BlockedPart {
       const int ns = std::min(next, trailing);
       if (ns > 0) {
         if (next_marked_) BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side_, lane.ev_next, 0));
-        st = update_columns(plan, lane.blas_side, side_, d, a, out, ws_.w_inner, w_inner_stride, J0, JB, c0, ns, nbat);
+        st = update_columns(plan, lane.blas_side, side_, d, a, out, ws_.w_inner, w_inner_stride, J0, JB, c0, ns, nbat,
+                            true);
         if (st != Status::success) return st;
       }
       next_marked_ = false;
@@ -391,7 +395,7 @@ class BlockedPart {
       return Status::success;
     }
     if (next > 0 && next < trailing) {
-      st = update_columns(plan, lane.blas, stream_, d, a, out, ws_.w, w_stride, J0, JB, c0, next, nbat);
+      st = update_columns(plan, lane.blas, stream_, d, a, out, ws_.w, w_stride, J0, JB, c0, next, nbat, true);
       if (st != Status::success) return st;
       BATCHQR_CUDA_TRY(cudaEventRecord(lane.ev_next, stream_));
       BATCHQR_CUDA_TRY(cudaStreamWaitEvent(side_, lane.ev_next, 0));

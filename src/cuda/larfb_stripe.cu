@@ -1046,9 +1046,9 @@ constexpr auto kernel() {
 }
 
 template <Layout L, int K, StripeMath M>
-Status launch(const LarfbOperands& p, std::int64_t batch, cudaStream_t stream) {
-  const int S = larfb_stripe_cluster(p.rows);
-  const std::size_t smem = larfb_stripe_smem_bytes(p.rows);
+Status launch(const LarfbOperands& p, std::int64_t batch, cudaStream_t stream, int split_rows) {
+  const int S = larfb_stripe_cluster(p.rows, split_rows);
+  const std::size_t smem = larfb_stripe_smem_bytes(p.rows, split_rows);
   const unsigned grid = static_cast<unsigned>(batch * ((p.ncols + TN - 1) / TN) * S);
   // Row-major stripes move as float4 groups where every row's group starts 16-byte aligned.
   const bool vec4 = kDiet<K> && L == Layout::row_major && batch_rows_aligned<16>(p.a, p.ld, p.stride) && p.col0 % 4 == 0;
@@ -1071,7 +1071,7 @@ Status launch(const LarfbOperands& p, std::int64_t batch, cudaStream_t stream) {
                                static_cast<std::uint64_t>(p.j0 + p.rows), b, static_cast<std::uint64_t>(p.ld) * sizeof(float),
                                static_cast<std::uint64_t>(p.stride) * sizeof(float), TN, 8);
   }
-  const std::size_t bytes = tma ? larfb_stripe_max_smem_bytes(p.rows) : smem;
+  const std::size_t bytes = tma ? larfb_stripe_max_smem_bytes(p.rows, split_rows) : smem;
   if (S == 1) {
     if (tma) kernel<L, K, M, false, true>()<<<grid, NT, bytes, stream>>>(p, vec4, vec_t, maps);
     else kernel<L, K, M, false>()<<<grid, NT, bytes, stream>>>(p, vec4, vec_t, maps);
@@ -1085,8 +1085,8 @@ Status launch(const LarfbOperands& p, std::int64_t batch, cudaStream_t stream) {
 }
 
 template <Layout L, StripeMath M>
-Status launch_k(const LarfbOperands& p, std::int64_t batch, cudaStream_t stream) {
-  return p.jb == 64 ? launch<L, 64, M>(p, batch, stream) : launch<L, 32, M>(p, batch, stream);
+Status launch_k(const LarfbOperands& p, std::int64_t batch, cudaStream_t stream, int split_rows) {
+  return p.jb == 64 ? launch<L, 64, M>(p, batch, stream, split_rows) : launch<L, 32, M>(p, batch, stream, split_rows);
 }
 
 template <Layout L, int K, StripeMath M>
@@ -1122,24 +1122,30 @@ Status larfb_stripe_initialize() {
   return st == Status::success ? raise_limits<StripeMath::tf32x3>() : st;
 }
 
-int larfb_stripe_cluster(int rows) {
+int larfb_stripe_cluster(int rows, int split_rows) {
+  if (split_rows > 0 && rows <= kLarfbStripeClusterMaxRows) {
+    const int S = (rows + split_rows - 1) / split_rows;
+    if (S <= kLarfbStripeMaxCluster) return std::max(S, 1);
+  }
   if (rows <= kLarfbStripeMaxRows) return 1;
   if (rows > kLarfbStripeClusterMaxRows) return 0;
   return (rows + kLarfbStripeSplitRows - 1) / kLarfbStripeSplitRows;
 }
 
-std::size_t larfb_stripe_smem_bytes(int rows) {
-  const int S = std::max(larfb_stripe_cluster(rows), 1);
+std::size_t larfb_stripe_smem_bytes(int rows, int split_rows) {
+  const int S = std::max(larfb_stripe_cluster(rows, split_rows), 1);
   const int cap = S > 1 ? stripe_split_rows(rows, S) : rows;
   return sizeof(float) * (static_cast<std::size_t>(cap) * TN + static_cast<std::size_t>(kRedSlots) * kMaxK * TN +
                           static_cast<std::size_t>(kMaxK) * TN);
 }
 
-std::size_t larfb_stripe_max_smem_bytes(int rows) { return larfb_stripe_smem_bytes(rows) + kStripeTmaExtra; }
+std::size_t larfb_stripe_max_smem_bytes(int rows, int split_rows) {
+  return larfb_stripe_smem_bytes(rows, split_rows) + kStripeTmaExtra;
+}
 
-bool larfb_stripe_can_implement(const LarfbOperands& p, std::int64_t batch) {
+bool larfb_stripe_can_implement(const LarfbOperands& p, std::int64_t batch, int split_rows) {
   if ((p.jb != 32 && p.jb != 64) || p.ncols <= 0 || p.rows <= 0 || batch <= 0) return false;
-  const int S = larfb_stripe_cluster(p.rows);
+  const int S = larfb_stripe_cluster(p.rows, split_rows);
   if (S == 0) return false;
   if (!batch_rows_aligned<16>(p.vt, p.vt_ld, p.vt_stride)) return false;
   const std::int64_t ctas = static_cast<std::int64_t>((p.ncols + TN - 1) / TN) * S;
@@ -1147,13 +1153,13 @@ bool larfb_stripe_can_implement(const LarfbOperands& p, std::int64_t batch) {
 }
 
 Status launch_larfb_stripe(Layout layout, StripeMath math, const LarfbOperands& p, std::int64_t batch,
-                           cudaStream_t stream) {
-  if (!larfb_stripe_can_implement(p, batch)) return Status::not_supported;
+                           cudaStream_t stream, int split_rows) {
+  if (!larfb_stripe_can_implement(p, batch, split_rows)) return Status::not_supported;
   if (math == StripeMath::tf32x3)
-    return layout == Layout::col_major ? launch_k<Layout::col_major, StripeMath::tf32x3>(p, batch, stream)
-                                       : launch_k<Layout::row_major, StripeMath::tf32x3>(p, batch, stream);
-  return layout == Layout::col_major ? launch_k<Layout::col_major, StripeMath::fp32>(p, batch, stream)
-                                     : launch_k<Layout::row_major, StripeMath::fp32>(p, batch, stream);
+    return layout == Layout::col_major ? launch_k<Layout::col_major, StripeMath::tf32x3>(p, batch, stream, split_rows)
+                                       : launch_k<Layout::row_major, StripeMath::tf32x3>(p, batch, stream, split_rows);
+  return layout == Layout::col_major ? launch_k<Layout::col_major, StripeMath::fp32>(p, batch, stream, split_rows)
+                                     : launch_k<Layout::row_major, StripeMath::fp32>(p, batch, stream, split_rows);
 }
 
 }  // namespace batchqr::cuda

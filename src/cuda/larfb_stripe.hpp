@@ -39,20 +39,21 @@ __host__ __device__ constexpr int stripe_split_rows(int rows, int ctas) {
 }
 // The CTAs per stripe for `rows` rows: 1 up to kLarfbStripeMaxRows, then a cluster of
 // blocks of at most kLarfbStripeSplitRows rows (up to 16 CTAs); 0 above
-// kLarfbStripeClusterMaxRows (not implementable).
-int larfb_stripe_cluster(int rows);
+// kLarfbStripeClusterMaxRows (not implementable). split_rows > 0 asks for blocks of at
+// most that many rows instead (a cluster from split_rows + 1 rows), where 16 CTAs reach.
+int larfb_stripe_cluster(int rows, int split_rows = 0);
 
 // Exactly 32 or 64 reflectors, 1 .. 8192 rows, V^T rows float4-aligned (vt_ld and
 // vt_stride multiples of 4, vt 16-byte aligned), a grid of at most INT_MAX CTAs.
-bool larfb_stripe_can_implement(const LarfbOperands& args, std::int64_t batch);
+bool larfb_stripe_can_implement(const LarfbOperands& args, std::int64_t batch, int split_rows = 0);
 // Shared memory each CTA needs for a stripe of `rows` rows (its rows of the stripe, W
 // partials, W and W2; a cluster's summed W takes a partial's slot), and the most any form takes
 // (the TMA form's alignment and mbarriers on top): what sets the CTAs per SM.
-std::size_t larfb_stripe_smem_bytes(int rows);
-std::size_t larfb_stripe_max_smem_bytes(int rows);
+std::size_t larfb_stripe_smem_bytes(int rows, int split_rows = 0);
+std::size_t larfb_stripe_max_smem_bytes(int rows, int split_rows = 0);
 // Once per device (GeqrfOperation::initialize): the kernels' shared-memory limit.
 Status larfb_stripe_initialize();
 Status launch_larfb_stripe(Layout layout, StripeMath math, const LarfbOperands& args, std::int64_t batch,
-                           cudaStream_t stream);
+                           cudaStream_t stream, int split_rows = 0);
 
 }  // namespace batchqr::cuda

@@ -201,6 +201,17 @@ bool wcol_panel(const DeviceInfo&, int rows, int ncols, std::int64_t, int min_ro
   return ncols <= kMaxPanelWidth && rows > (min_rows > 0 ? min_rows : kWcolMinRows) && rows <= kWcolMaxRows;
 }
 
+int chain_split_rows(const DeviceInfo& dev, int m, std::int64_t batch) {
+  // Measured (docs/perf-notes.md v38, geqrf_outer_sweep --chain-split-rows 256 / 0, row-major,
+  // dense, queued ms, two rounds): 4096^2 x2 9.25 / 9.78, 2048^2 x8 4.45 / 4.63, 3000^2 x4
+  // 6.90 / 7.15, 1024^2 x8 1.42 / 1.60 (32-64 CTAs at the split); slower where the split
+  // gives 180-300 CTAs: 1536^2 x30 5.91 / 5.79, 1024^2 x60 3.72 / 3.59, 768^2 x100 2.77 /
+  // 2.63; 512^2 x640 level. 128 rows per CTA: slower than 256 everywhere measured.
+  if (m <= kChainSplitRows) return 0;
+  const std::int64_t ctas = batch * ((m + kChainSplitRows - 1) / kChainSplitRows);
+  return 2 * ctas <= dev.sm_count ? kChainSplitRows : 0;
+}
+
 bool interleave_batch(const DeviceInfo& dev, std::int64_t batch) {
   // Measured (docs/perf-notes.md v37, geqrf_outer_sweep --interleave 2 / 1, row-major, dense,
   // queued ms, two rounds): 512^2 x640 4.05, 4.04 / 4.20, 4.23; 640^2 x300 4.22 / 4.50;
@@ -462,6 +473,9 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
                           : 1;
     plan.interleave_first = std::max<std::int64_t>(0, hints.interleave_first);
     plan.interleave_by_block = hints.interleave_order != 0;
+    plan.chain_split_rows = hints.chain_split_rows > 0   ? hints.chain_split_rows
+                            : hints.chain_split_rows == 0 ? chain_split_rows(dev, m, d.batch)
+                                                          : 0;
     plan.blas_bytes = kBlasWorkspace;
     // two handles per lane, each aligned to 256 bytes
     const std::size_t once = 2 * static_cast<std::size_t>(plan.interleave) * (plan.blas_bytes + 256);

@@ -148,6 +148,9 @@ struct GeqrfPlan : OneLaunchPlan {
   // part, then the second).
   std::int64_t interleave_first = 0;
   bool interleave_by_block = true;
+  // Rows per CTA of larfb_stripe's cluster form on the updates the next panel waits for
+  // (0: its default, larfb_stripe_cluster).
+  int chain_split_rows = 0;
   std::int64_t batch_chunk = 1;  // matrices per pass; bounds the workspace
   // Workspace per matrix, in floats:
   std::size_t t_floats = 0;      // T factor (outer_nb^2 for gemm)
@@ -177,6 +180,7 @@ struct PlanHints {
   int interleave = -1;   // 1: one part per chunk; 2: two where the plan has the look-ahead; -1: the policy's
   std::int64_t interleave_first = 0;  // the interleave's first part's matrices; 0: the policy's (half)
   int interleave_order = -1;  // 0: part by part; 1: block by block; -1: the policy's
+  int chain_split_rows = 0;   // rows per CTA of the chain's larfb_stripe updates; 0: the policy's; -1: none
   PanelHints panel;       // the blocked path's panel kernels
 };
 
@@ -292,6 +296,12 @@ bool wcol_panel(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch, 
 // per SM (99 on the H200).
 inline constexpr int kInterleaveMinBatchPerSm4 = 3;
 bool interleave_batch(const DeviceInfo& dev, std::int64_t batch);
+// Rows per CTA of larfb_stripe's cluster form on the blocked path's updates that the next
+// panel waits for (GeqrfPlan::chain_split_rows): kChainSplitRows where m > kChainSplitRows
+// and those updates' CTAs at that split, batch x ceil(m / kChainSplitRows) per stripe,
+// take at most half the SMs; else 0 (larfb_stripe's own form).
+inline constexpr int kChainSplitRows = 256;
+int chain_split_rows(const DeviceInfo& dev, int m, std::int64_t batch);
 // Warps per geqr2 CTA: one per column up to 32, at least 8.
 int panel_warps(int ncols);
 
