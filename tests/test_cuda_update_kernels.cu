@@ -405,6 +405,10 @@ TEST_F(UpdateKernels, LookAheadForms) {
       hints[f].stripe_update = c.stripe;
       hints[f].stripe64 = c.stripe64;
       hints[f].look_ahead = f + 1;
+      // The chain's split form (GeqrfPlan::chain_split_rows) sums W in another order, and form
+      // 2 gives it the next block's columns also where form 1 updates them with the rest:
+      // both forms on larfb_stripe's own form here (ChainSplitStripes checks the split).
+      hints[f].chain_split_rows = -1;
     }
     ASSERT_FALSE(cuda::make_plan(dev_, d, hints[0]).next_on_side);
     ASSERT_TRUE(cuda::make_plan(dev_, d, hints[1]).next_on_side);
@@ -553,6 +557,10 @@ TEST_F(UpdateKernels, OneLaunchTail) {
     const GeqrfDesc d = c.pad ? padded(c.m, c.n, c.batch, c.layout) : make_geqrf_desc(c.m, c.n, c.batch, c.layout);
     PlanHints hints[2];
     hints[1].tail = 0;
+    // Without the tail the next block's columns are a chain update, which the split form
+    // (GeqrfPlan::chain_split_rows) would sum in another order: both on larfb_stripe's own
+    // form (ChainSplitStripes checks the split).
+    hints[0].chain_split_rows = hints[1].chain_split_rows = -1;
     const GeqrfPlan plan = cuda::make_plan(dev_, d, hints[0]);
     ASSERT_EQ(plan.algorithm, Algorithm::blocked);
     ASSERT_GT(plan.tail_at, 0) << c.m << " x " << c.n << " x " << c.batch;
