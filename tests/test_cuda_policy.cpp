@@ -643,6 +643,7 @@ TEST(CudaPolicy, ChainUpdatesSplitWhereTheirCtasTakeHalfTheSms) {
   EXPECT_EQ(larfb_stripe_cluster(200, 256), 1);
   EXPECT_EQ(larfb_stripe_cluster(4097, 256), larfb_stripe_cluster(4097));
   EXPECT_EQ(larfb_stripe_cluster(700), 1);
+  EXPECT_EQ(larfb_stripe_cluster(1500, 1000), larfb_stripe_cluster(1500));  // past a split CTA's rows
   EXPECT_LT(larfb_stripe_smem_bytes(4096, 256), larfb_stripe_smem_bytes(4096));
 }
 

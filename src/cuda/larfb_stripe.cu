@@ -1123,7 +1123,7 @@ Status larfb_stripe_initialize() {
 }
 
 int larfb_stripe_cluster(int rows, int split_rows) {
-  if (split_rows > 0 && rows <= kLarfbStripeClusterMaxRows) {
+  if (split_rows > 0 && split_rows <= kLarfbStripeSplitRows && rows <= kLarfbStripeClusterMaxRows) {
     const int S = (rows + split_rows - 1) / split_rows;
     if (S <= kLarfbStripeMaxCluster) return std::max(S, 1);
   }

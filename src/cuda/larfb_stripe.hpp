@@ -39,8 +39,9 @@ __host__ __device__ constexpr int stripe_split_rows(int rows, int ctas) {
 }
 // The CTAs per stripe for `rows` rows: 1 up to kLarfbStripeMaxRows, then a cluster of
 // blocks of at most kLarfbStripeSplitRows rows (up to 16 CTAs); 0 above
-// kLarfbStripeClusterMaxRows (not implementable). split_rows > 0 asks for blocks of at
-// most that many rows instead (a cluster from split_rows + 1 rows), where 16 CTAs reach.
+// kLarfbStripeClusterMaxRows (not implementable). split_rows in 1 .. kLarfbStripeSplitRows
+// asks for blocks of at most that many rows instead (a cluster from split_rows + 1 rows),
+// where 16 CTAs reach; other values leave the default.
 int larfb_stripe_cluster(int rows, int split_rows = 0);
 
 // Exactly 32 or 64 reflectors, 1 .. 8192 rows, V^T rows float4-aligned (vt_ld and
