@@ -322,7 +322,7 @@ class BlockedPart {
   BlockedPart(const DeviceInfo& dev, const GeqrfOperation::Arguments& args, const GeqrfPlan& plan, const Lane& lane,
               cudaStream_t stream, cudaStream_t side, float* a, float* tau, std::int64_t nbat,
               std::int64_t policy_batch, const ChunkWs& ws)
-      : dev_(dev), args_(args), d_(args.desc), plan_(plan), lane_(lane), stream_(stream), side_(side), a_(a),
+      : dev_(dev), args_(args), plan_(plan), lane_(lane), stream_(stream), side_(side), a_(a),
         tau_(tau), nbat_(nbat), policy_batch_(policy_batch), ws_(ws),
         kb_(plan.tail_at > 0 ? plan.tail_at : static_cast<int>(std::min(args.desc.m, args.desc.n))),
         next_side_(plan.next_on_side && side != stream) {}
@@ -337,7 +337,7 @@ class BlockedPart {
 
   // Outer block J0_ (its panels, then the trailing update of its reflectors).
   Status step() {
-    const GeqrfDesc& d = d_;
+    const GeqrfDesc& d = args_.desc;
     const GeqrfPlan& plan = plan_;
     const Lane& lane = lane_;
     const int n = static_cast<int>(d.n), NB = plan.outer_nb, J0 = J0_, step = step_;
@@ -416,8 +416,9 @@ class BlockedPart {
     BATCHQR_CUDA_TRY(cudaEventRecord(lane_.ev_join, side_));
     BATCHQR_CUDA_TRY(cudaStreamWaitEvent(stream_, lane_.ev_join, 0));
     if (plan_.tail_at <= 0) return Status::success;
-    const int j = plan_.tail_at, m = static_cast<int>(d_.m), n = static_cast<int>(d_.n);
-    return launch_one(d_, plan_.tail, a_ + static_cast<std::int64_t>(j) * (d_.ld + 1), tau_ + j, m - j, n - j, nbat_,
+    const GeqrfDesc& d = args_.desc;
+    const int j = plan_.tail_at, m = static_cast<int>(d.m), n = static_cast<int>(d.n);
+    return launch_one(d, plan_.tail, a_ + static_cast<std::int64_t>(j) * (d.ld + 1), tau_ + j, m - j, n - j, nbat_,
                       stream_);
   }
 
@@ -431,7 +432,6 @@ class BlockedPart {
  private:
   const DeviceInfo& dev_;
   const GeqrfOperation::Arguments& args_;
-  const GeqrfDesc& d_;
   const GeqrfPlan& plan_;
   const Lane& lane_;
   cudaStream_t stream_, side_;

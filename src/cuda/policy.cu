@@ -218,9 +218,9 @@ bool interleave_batch(const DeviceInfo& dev, std::int64_t batch) {
   // 768^2 x100 2.64 / 2.73; 384^2 x640 2.69 / 2.88; 256^2 x640 1.10 / 1.18; 300^2 x600 1.71
   // / 1.85; 200^2 x1000 1.18 / 1.27; 400^2 x264 1.36 / 1.45; 160^2 x300 0.287 / 0.295;
   // column-major 512^2 x640 5.12 / 5.23; 1024^2 x60 level (3.60 / 3.61); 2048^2 x8 slower
-  // (4.70 / 4.65), as are 8 and 2 matrices with --split. Called without work queued ahead,
-  // the second part's launches are enqueued after the first's: 160^2 x300 then +2%, 400^2
-  // x264 and 768^2 x100 level.
+  // (4.70 / 4.65), as are 8 and 2 matrices with --split. Without work queued ahead, with the
+  // parts enqueued block by block (v38): 768^2 x100 2.64 / 2.72-2.79 against part by part,
+  // 300^2 x600 1.69-1.71 / 1.74-1.77, 512^2 x640 4.06-4.07 / 4.07-4.14.
   return 4 * batch >= static_cast<std::int64_t>(kInterleaveMinBatchPerSm4) * dev.sm_count;
 }
 
