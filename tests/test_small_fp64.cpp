@@ -204,64 +204,99 @@ TEST(SmallFp64, CholeskyRejectsASingularGram) {
   EXPECT_FALSE(ok) << "seed " << seed;
 }
 
-// The LU with signs of the top block of an orthonormal Q, L^-1 and U^-1 alongside.
-TEST(SmallFp64, ReconstructionLu) {
-  const std::uint64_t seed = fresh_seed();
-  const int m = 200;
-  auto a = random_panel(m, seed, 1.0);
-  // Q by modified Gram-Schmidt in FP64 (twice), its first 32 rows.
-  for (int pass = 0; pass < 2; ++pass)
-    for (int j = 0; j < N; ++j) {
-      for (int p = 0; p < j; ++p) {
-        double d = 0.0;
-        for (int r = 0; r < m; ++r) d += a[r * N + p] * a[r * N + j];
-        for (int r = 0; r < m; ++r) a[r * N + j] -= d * a[r * N + p];
+// The Cholesky factorization and, one barrier behind it, the LU with signs of A_top - S R
+// (the Householder reconstruction of Q_top = A_top R^-1), with R^-T, L^-1 and W^-1
+// alongside: five warps, as the kernel runs them.
+TEST(SmallFp64, ReconstructionLuOnCholesky) {
+  for (double decades : {0.0, 1.0, 3.0}) {
+    const std::uint64_t seed = fresh_seed();
+    const int m = 250;
+    const auto a = random_panel(m, seed, decades);
+    Smem s;
+    double* R = s.mat(0);  // G (upper triangle), then R
+    double* RIT = s.mat(1);
+    double* LU = s.mat(2);  // L and W packed
+    double* LI = s.mat(3);
+    double* WIT = s.mat(4);
+    std::vector<double> G(N * N);
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < N; ++j) {
+        double x = 0.0;
+        for (int r = 0; r < m; ++r) x += a[r * N + i] * a[r * N + j];
+        G[i * N + j] = x;
+        if (i <= j) R[i * Ld + j] = x;
       }
-      double nrm = 0.0;
-      for (int r = 0; r < m; ++r) nrm += a[r * N + j] * a[r * N + j];
-      nrm = std::sqrt(nrm);
-      for (int r = 0; r < m; ++r) a[r * N + j] /= nrm;
-    }
-  Smem s;
-  double* LU = s.mat(0);  // Q_top, then L and U packed
-  double* LI = s.mat(1);
-  double* UIT = s.mat(2);
-  for (int i = 0; i < N; ++i)
-    for (int j = 0; j < N; ++j) LU[i * Ld + j] = a[i * N + j];
-  std::vector<double> sign(N), rdiag(N), colv(2 * N, std::nan("")), rowv(2 * N, std::nan(""));
-  run_cta(3, [&](int warp, int lane) {
-    if (warp == 0) {
-      sm::Col c;
-      sm::load_col(LU, lane, c);
-      sm::named_barrier(3, 32);
-      sm::lu_signs(c, lane, LU, sign.data(), rdiag.data(), colv.data(), rowv.data(), 2, 96);
-    } else if (warp == 1) {
-      sm::lu_li(lane, colv.data(), rdiag.data(), LU, LI, 2, 96);
-    } else {
-      sm::lu_ui(lane, rowv.data(), rdiag.data(), UIT, 2, 96);
-    }
-  });
-  double e_lu = 0.0, e_li = 0.0, e_ui = 0.0;
-  for (int i = 0; i < N; ++i) {
-    EXPECT_GE(std::abs(LU[i * Ld + i]), 1.0);
-    EXPECT_EQ(std::abs(sign[i]), 1.0);
-    for (int j = 0; j < N; ++j) {
-      double lu = 0.0, lli = 0.0, uui = 0.0;
-      for (int k = 0; k < N; ++k) {
-        const double l = k < i ? LU[i * Ld + k] : (k == i ? 1.0 : 0.0);  // L(i, k)
-        const double u = k <= j ? LU[k * Ld + j] : 0.0;                   // U(k, j)
-        lu += l * u;
-        lli += l * LI[k * Ld + j];
-        uui += (i <= k ? LU[i * Ld + k] : 0.0) * UIT[j * Ld + k];  // U(i, k) U^-1(k, j)
+    std::vector<double> rsq(N), sign(N), rdiag(N), fr(32), fi(32);
+    std::vector<double> rowv(2 * N, std::nan("")), colv(2 * N, std::nan("")), wrow(2 * N, std::nan(""));
+    bool ok = false;
+    constexpr int kCount = 5 * 32;
+    run_cta(5, [&](int warp, int lane) {
+      if (warp == 0) {
+        sm::Col c;
+        sm::load_col(R, lane, c);
+        sm::named_barrier(3, 32);  // all lanes have read G
+        const bool o = sm::cholesky_r(c, lane, R, rsq.data(), rowv.data(), fr[lane], 1, kCount);
+        sm::named_barrier(1, kCount);
+        if (lane == 0) ok = o;
+      } else if (warp == 1) {
+        sm::cholesky_rit(lane, rowv.data(), rsq.data(), RIT, fi[lane], 1, kCount);
+        sm::named_barrier(1, kCount);
+      } else if (warp == 2) {
+        sm::Col c;
+        for (int i = 0; i < N; ++i) c[i] = a[i * N + lane];
+        sm::named_barrier(1, kCount);
+        sm::lu_on_cholesky(c, lane, R, rsq.data(), LU, sign.data(), rdiag.data(), colv.data(), wrow.data(), 1, kCount);
+      } else if (warp == 3) {
+        sm::named_barrier(1, kCount);
+        sm::lu_li(lane, colv.data(), rdiag.data(), LU, LI, 1, kCount);
+      } else {
+        sm::named_barrier(1, kCount);
+        sm::lu_ui(lane, wrow.data(), rdiag.data(), WIT, 1, kCount);
       }
-      e_lu = std::max(e_lu, std::abs(lu - (a[i * N + j] - (i == j ? sign[i] : 0.0))));
-      e_li = std::max(e_li, std::abs(lli - (i == j ? 1.0 : 0.0)));
-      e_ui = std::max(e_ui, std::abs(uui - (i == j ? 1.0 : 0.0)));
+    });
+    ASSERT_TRUE(ok) << "seed " << seed;
+    auto r_at = [&](int i, int j) { return i <= j ? R[i * Ld + j] : 0.0; };
+    auto l_at = [&](int i, int j) { return i > j ? LU[i * Ld + j] : (i == j ? 1.0 : 0.0); };
+    auto w_at = [&](int i, int j) { return i <= j ? LU[i * Ld + j] : 0.0; };
+    auto rinv = [&](int i, int j) { return RIT[j * Ld + i]; };
+    // Q_top = A_top R^-1 and U = W R^-1, in FP64 here.
+    std::vector<double> q(N * N), u(N * N);
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < N; ++j) {
+        double x = 0.0, y = 0.0;
+        for (int k = 0; k < N; ++k) {
+          x += a[i * N + k] * rinv(k, j);
+          y += w_at(i, k) * rinv(k, j);
+        }
+        q[i * N + j] = x;
+        u[i * N + j] = y;
+      }
+    double e_lw = 0.0, e_lu = 0.0, e_li = 0.0, e_wi = 0.0, scale = 0.0;
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < N; ++j) scale = std::max(scale, std::abs(a[i * N + j]));
+    for (int i = 0; i < N; ++i) {
+      EXPECT_EQ(std::abs(sign[i]), 1.0);
+      EXPECT_GE(std::abs(u[i * N + i]), 1.0 - 1e-9) << "seed " << seed;
+      EXPECT_NEAR(rdiag[i] * w_at(i, i), 1.0, 1e-14);
+      for (int j = 0; j < N; ++j) {
+        double lw = 0.0, lu = 0.0, lli = 0.0, wwi = 0.0;
+        for (int k = 0; k < N; ++k) {
+          lw += l_at(i, k) * w_at(k, j);
+          lu += l_at(i, k) * u[k * N + j];
+          lli += l_at(i, k) * LI[k * Ld + j];
+          wwi += w_at(i, k) * WIT[j * Ld + k];  // (W W^-1)(i, j)
+        }
+        e_lw = std::max(e_lw, std::abs(lw - (a[i * N + j] - sign[i] * r_at(i, j))) / scale);
+        e_lu = std::max(e_lu, std::abs(lu - (q[i * N + j] - (i == j ? sign[i] : 0.0))));
+        e_li = std::max(e_li, std::abs(lli - (i == j ? 1.0 : 0.0)));
+        e_wi = std::max(e_wi, std::abs(wwi - (i == j ? 1.0 : 0.0)));
+      }
     }
+    EXPECT_LT(e_lw, 1e-13) << "seed " << seed << ", decades " << decades;
+    EXPECT_LT(e_lu, 1e-12) << "seed " << seed << ", decades " << decades;
+    EXPECT_LT(e_li, 1e-12) << "seed " << seed << ", decades " << decades;
+    EXPECT_LT(e_wi, 1e-12) << "seed " << seed << ", decades " << decades;
   }
-  EXPECT_LT(e_lu, 1e-13) << "seed " << seed;
-  EXPECT_LT(e_li, 1e-12) << "seed " << seed;
-  EXPECT_LT(e_ui, 1e-12) << "seed " << seed;
 }
 
 }  // namespace

@@ -6,15 +6,17 @@
 //      in a fixed tree; the CTAs' sums added through distributed shared memory in rank
 //      order, so that every CTA holds the same bits of G (the only cluster barrier).
 //   2. In every CTA (the same arithmetic everywhere, so the same decision): G = R^T R
-//      (Cholesky; R^-1 alongside on a second warp), Q_top = A(0:32, :) R^-1 on the tensor
-//      cores, then the Householder reconstruction (LAPACK orhr_col): Q_top - S = L U
-//      without pivoting (L^-1 and U^-1 alongside on two more warps), S = diag(+-1) chosen
-//      so that |U(k, k)| >= 1. The reflectors are V = [L; A(32:, :) R^-1 U^-1], T =
-//      -U S L^-T (larft's T of V), tau = diag(T), and the R of geqr2 is S R.
+//      (Cholesky; R^-1 alongside on a second warp) and, one step behind it, the
+//      Householder reconstruction (LAPACK orhr_col) of Q_top = A(0:32, :) R^-1: Q_top - S
+//      = L U without pivoting, S = diag(+-1) chosen so that |U(k, k)| >= 1, factored as
+//      A(0:32, :) - S R = L W with W = U R (L^-1 and W^-1 alongside on two more warps).
+//      The reflectors are V = [L; A(32:, :) M] with M = R^-1 U^-1 = W^-1, T = -U S L^-T
+//      with U = W R^-1 (larft's T of V, on the tensor cores), tau = diag(T), and the R of
+//      geqr2 is S R.
 //      The matrix is left to the Householder panel (flagged, nothing written) unless
 //      every pivot is positive, kappa_F(R) <= kCholMaxKappa, S R is normal in FP32 and
 //      every result is finite.
-//   3. Every CTA forms its rows of V as A M with M = R^-1 U^-1 (FP64 tensor cores) and
+//   3. Every CTA forms its rows of V as A M (FP64 tensor cores) and
 //      writes them, in place and as V^T; rank 0 also writes the top 32 rows (L below the
 //      diagonal, S R on and above), tau and T.
 //
@@ -72,31 +74,33 @@ struct CholSmem {
   double* gp;    // this CTA's part of G (read by the other CTAs until they arrive)
   double* r;     // G, then R
   double* rit;   // R^-T
-  double* q;     // Q_top = A_top R^-1, then L and U packed
+  double* q;     // L and W packed
   double* li;    // L^-1
-  double* m;     // M = R^-1 U^-1
+  double* u;     // U = W R^-1
   double* t;     // T = -U S L^-T
-  double* uit;   // U^-T (in top's place, once Q_top is formed)
-  double* red;   // [4][kTiles][2][32]: the warps' tree sum of G (in li, m and t's place)
-  double* vec;   // [2][32]: a step's shared vector: R's row (Cholesky), then the LU's column (small_fp64.cuh)
-  double* urow;  // [2][32]: a step's row of U (small_fp64.cuh)
+  double* uit;   // W^-T = M^T (in top's place, once the LU has read A_top)
+  double* red;   // [4][kTiles][2][32]: the warps' tree sum of G (in li, u and t's place)
+  double* vec;   // [2][32]: a step's row of R (cholesky_r, small_fp64.cuh)
+  double* urow;  // [2][32]: a step's row of W (lu_on_cholesky)
+  double* lcol;  // [2][32]: a step's column of the LU's active matrix (lu_on_cholesky)
   double* sign;  // [32]: S
   double* rsq;   // [32]: cholesky_r's 1 / sqrt(pivot) per step
-  double* rdiag; // [32]: 1 / U(k, k)
+  double* rdiag; // [32]: 1 / W(k, k)
   double* norms; // [2]: ||R||_F^2, ||R^-1||_F^2
   int* ok;
 };
 
 constexpr int kSmallMatrices = 8;
-constexpr int kTailDoubles = 64 + 64 + 32 + 32 + 32 + 2;  // vec, urow, sign, rsq, rdiag, norms (then the int ok)
-static_assert(4 * kTiles * 64 <= 3 * kSmallDoubles, "red fits in three small matrices (li, m and t; one CTA: rit, q and li)");
+constexpr int kTailDoubles = 64 + 64 + 64 + 32 + 32 + 32 + 2;  // vec, urow, lcol, sign, rsq, rdiag, norms (then the int ok)
+static_assert(4 * kTiles * 64 <= 3 * kSmallDoubles, "red fits in three small matrices (li, u and t; one CTA: rit, q and li)");
 
 // The step vectors, S, the per-step scalars, the norms and the flag, from x on (kTailDoubles
 // doubles, then the int): the same in both forms.
 __device__ __forceinline__ void carve_tail(CholSmem& s, double* x) {
   s.vec = x;
   s.urow = s.vec + 64;
-  s.sign = s.urow + 64;
+  s.lcol = s.urow + 64;
+  s.sign = s.lcol + 64;
   s.rsq = s.sign + 32;
   s.rdiag = s.rsq + 32;
   s.norms = s.rdiag + 32;
@@ -108,7 +112,7 @@ __device__ __forceinline__ CholSmem carve(unsigned char* raw, int rc) {
   s.af = nullptr;
   s.a = reinterpret_cast<double*>(raw);
   double* x = s.a + rc * kLdA;
-  for (double** m : {&s.top, &s.gp, &s.r, &s.rit, &s.q, &s.li, &s.m, &s.t}) {
+  for (double** m : {&s.top, &s.gp, &s.r, &s.rit, &s.q, &s.li, &s.u, &s.t}) {
     *m = x;
     x += kSmallDoubles;
   }
@@ -118,9 +122,9 @@ __device__ __forceinline__ CholSmem carve(unsigned char* raw, int rc) {
   return s;
 }
 
-// One-CTA form: the five 32 x 32 slots. R^-T's, Q_top's and L^-1's (contiguous) hold the
-// warps' tree sum of G first; M replaces R^-T and T replaces L^-1 once both products have
-// read them.
+// One-CTA form: the five 32 x 32 slots. R^-T's, the LU's and L^-1's (contiguous) hold the
+// warps' tree sum of G first; U replaces R^-T and T replaces L^-1 once the products that
+// read them are formed.
 constexpr int kOneCtaSmall = 5;
 
 // One-CTA form: column c of panel row r lies at r * 32 + (c ^ chol_swizzle(r)). Both
@@ -146,7 +150,7 @@ __device__ __forceinline__ CholSmem carve_one_cta(unsigned char* raw, int rc) {
   s.q = x + 2 * kSmallDoubles;
   s.li = x + 3 * kSmallDoubles;
   s.uit = x + 4 * kSmallDoubles;
-  s.m = s.rit;
+  s.u = s.rit;
   s.t = s.li;
   s.red = s.rit;
   carve_tail(s, x + kOneCtaSmall * kSmallDoubles);
@@ -235,7 +239,7 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
       if (r < nloc) async_copy(dst, &A(r, c));
       else *dst = 0.0f;
     }
-    if (tid < 128) s.vec[tid] = 0.0;  // as below
+    if (tid < 192) s.vec[tid] = 0.0;  // as below
     async_wait();
   } else {
     constexpr int kIter = kCholMaxRowsPerCta * 32 / kCholThreads / 2, kTopIter = 32 * 32 / kCholThreads;
@@ -282,7 +286,7 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
     }
     // The step vectors' entries past a matrix are read but never written: zeros, not
     // whatever shared memory held.
-    if (tid < 128) s.vec[tid] = 0.0;  // vec and urow
+    if (tid < 192) s.vec[tid] = 0.0;  // vec, urow and lcol
   }
   __syncthreads();
 
@@ -352,20 +356,20 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
   __syncthreads();
 
   // --- 2. R, the reconstruction, the checks ---------------------------------------------
-  // The factorizations on warps 0-2 (small_fp64.cuh), the products on every warp. A
-  // factorization's warps meet once per step at a whole-CTA barrier, which the idle warps
-  // meet too (racecheck is clean with it, not with barriers of part of the CTA;
-  // docs/perf-notes.md v14).
-  auto idle_steps = [] {
-#pragma unroll 1
-    for (int k = 0; k < small::kN; ++k) small::named_barrier(0, kCholThreads);
-  };
+  // The factorizations (small_fp64.cuh) on warps of their own, the LU one barrier behind
+  // the Cholesky factorization: warp 0 R, 1 R^-T, 2 the LU, 3 L^-1, 5 W^-1 (beside R^-T,
+  // whose work is the lightest; warps 0 and 2, the chain, alone on their schedulers). They
+  // meet 33 times at a whole-CTA barrier, which the idle warps meet too (racecheck is clean
+  // with it, not with barriers of part of the CTA; docs/perf-notes.md v14). The products
+  // on every warp.
+  auto barrier = [] { small::named_barrier(0, kCholThreads); };
   if (warp == 0) {
     Col c;
     small::load_col(s.r, lane, c);
     __syncwarp();  // every lane has read G before row 0 of R replaces it
     double fr;
     const bool ok = small::cholesky_r(c, lane, s.r, s.rsq, s.vec, fr, 0, kCholThreads);
+    barrier();  // the LU's last step
     fr = warp_allreduce_sum(fr);
     // S R normal in FP32 (||R||_F bounds every entry), its diagonal not tiny.
     const bool rep = sqrt(fr) <= static_cast<double>(FLT_MAX) && s.r[lane * kSmallLd + lane] >= 0x1p-100;
@@ -377,65 +381,49 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
   } else if (warp == 1) {
     double fi;
     small::cholesky_rit(lane, s.vec, s.rsq, s.rit, fi, 0, kCholThreads);
+    barrier();
     fi = warp_allreduce_sum(fi);
     if (lane == 0) s.norms[1] = fi;
+  } else if (warp == 2) {
+    Col c;  // column `lane` of A_top (read before W^-T takes top's place)
+#pragma unroll
+    for (int i = 0; i < small::kN; ++i) c[i] = kCluster ? s.top[i * kSmallLd + lane] : pa(i, lane);
+    barrier();  // R's row 0
+    small::lu_on_cholesky(c, lane, s.r, s.rsq, s.q, s.sign, s.rdiag, s.lcol, s.urow, 0, kCholThreads);
+  } else if (warp == 3) {
+    barrier();
+    small::lu_li(lane, s.lcol, s.rdiag, s.q, s.li, 0, kCholThreads);
+  } else if (warp == 5) {
+    barrier();
+    small::lu_ui(lane, s.urow, s.rdiag, s.uit, 0, kCholThreads);
   } else {
-    idle_steps();
+#pragma unroll 1
+    for (int k = 0; k <= small::kN; ++k) barrier();
   }
   __syncthreads();
   // kappa_F(R) = ||R||_F ||R^-1||_F (false for NaN).
   if (tid == 0 && !(sqrt(s.norms[0] * s.norms[1]) <= kCholMaxKappa)) s.ok[0] = 0;
-  __syncthreads();
-  // Q_top = A_top R^-1 (R^-1(k, j) = R^-T(j, k)).
-  small_product([&](int i, int k) { return kCluster ? s.top[i * kSmallLd + k] : pa(i, k); },
-                [&](int k, int j) { return s.rit[j * kSmallLd + k]; },
-                [&](int i, int j, double x) { s.q[i * kSmallLd + j] = x; }, warp, lane);
-  __syncthreads();
-  if (warp == 0) {
-    Col c;
-    small::load_col(s.q, lane, c);
-    __syncwarp();  // every lane has read Q_top before row 0 of the LU replaces it
-    small::lu_signs(c, lane, s.q, s.sign, s.rdiag, s.vec, s.urow, 0, kCholThreads);
-  } else if (warp == 1) {
-    small::lu_li(lane, s.vec, s.rdiag, s.q, s.li, 0, kCholThreads);
-  } else if (warp == 2) {
-    small::lu_ui(lane, s.urow, s.rdiag, s.uit, 0, kCholThreads);
-  } else {
-    idle_steps();
-  }
-  __syncthreads();
-  // M = R^-1 U^-1 and T = -(U S) L^-T (one CTA: into R^-T's and L^-1's places, once both
-  // products have read them).
-  {
-    auto mx = [&](int i, int k) { return s.rit[k * kSmallLd + i]; };
-    auto my = [&](int k, int j) { return s.uit[j * kSmallLd + k]; };
-    auto tx = [&](int i, int k) { return k >= i ? s.q[i * kSmallLd + k] * s.sign[k] : 0.0; };
-    auto ty = [&](int k, int j) { return s.li[j * kSmallLd + k]; };
-    if constexpr (kCluster) {
-      small_product(mx, my, [&](int i, int j, double x) { s.m[i * kSmallLd + j] = x; }, warp, lane);
-      small_product(tx, ty, [&](int i, int j, double x) { s.t[i * kSmallLd + j] = -x; }, warp, lane);
-    } else {
-      double dm[2][2], dt[2][2];
+  // U = W R^-1 (R^-1(k, j) = R^-T(j, k)), then T = -(U S) L^-T; each formed in registers
+  // and stored once every warp has read its operands (one CTA: U into R^-T's place, T into
+  // L^-1's). M = W^-1 is lu_ui's.
+  auto product = [&](auto x, auto y, double* z, double sign) {
+    double d[2][2];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        small_product_tile(mx, my, dm[h], h, warp, lane);
-        small_product_tile(tx, ty, dt[h], h, warp, lane);
-      }
-      __syncthreads();
+    for (int h = 0; h < 2; ++h) small_product_tile(x, y, d[h], h, warp, lane);
+    __syncthreads();
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
+    for (int h = 0; h < 2; ++h)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int idx = small_row(h, warp, lane) * kSmallLd + small_col(h, e, warp, lane);
-          s.m[idx] = dm[h][e];
-          s.t[idx] = -dt[h][e];
-        }
-    }
-  }
-  __syncthreads();
+      for (int e = 0; e < 2; ++e) z[small_row(h, warp, lane) * kSmallLd + small_col(h, e, warp, lane)] = sign * d[h][e];
+    __syncthreads();
+  };
+  product([&](int i, int k) { return k >= i ? s.q[i * kSmallLd + k] : 0.0; },
+          [&](int k, int j) { return s.rit[j * kSmallLd + k]; }, s.u, 1.0);
+  product([&](int i, int k) { return k >= i ? s.u[i * kSmallLd + k] * s.sign[k] : 0.0; },
+          [&](int k, int j) { return s.li[j * kSmallLd + k]; }, s.t, -1.0);
   {
     bool fin = true;
-    for (int idx = tid; idx < 32 * 32; idx += kCholThreads) fin = fin && isfinite(s.m[idx]) && isfinite(s.t[idx]);
+    for (int idx = tid; idx < 32 * 32; idx += kCholThreads) fin = fin && isfinite(s.uit[idx]) && isfinite(s.t[idx]);
     if (__syncthreads_or(!fin) || *s.ok == 0) {
       if (rank == 0 && tid == 0) args.flag[mat] = 1;
       if constexpr (kCluster) asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
@@ -466,13 +454,14 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
         vt[static_cast<std::int64_t>(idx / 32 - p.vt_pad) * p.vt_ld + idx % 32] = 0.0f;
   }
   {
-    // M as mma B fragments: mb[ks][bj] = M(4 ks + lane % 4, 8 bj + lane / 4), where nonzero.
+    // M as mma B fragments: mb[ks][bj] = M(4 ks + lane % 4, 8 bj + lane / 4), where nonzero
+    // (M(i, j) = W^-T(j, i)).
     double mb[8][4];
 #pragma unroll
     for (int ks = 0; ks < 8; ++ks)
 #pragma unroll
       for (int bj = 0; bj < 4; ++bj)
-        mb[ks][bj] = ks <= 2 * bj + 1 ? s.m[(4 * ks + (lane & 3)) * kSmallLd + 8 * bj + (lane >> 2)] : 0.0;
+        mb[ks][bj] = ks <= 2 * bj + 1 ? s.uit[(8 * bj + (lane >> 2)) * kSmallLd + 4 * ks + (lane & 3)] : 0.0;
     const int first = rank == 0 ? 4 : 0;  // rank 0's first 32 rows are written above
     // Rows 8 blk + lane / 4 of V, columns 8 bj + 2 (lane % 4) + e: v[bj][e].
     auto form = [&](int blk, double (&v)[4][2]) {

@@ -75,10 +75,11 @@ BATCHQR_SMALL_FN void store2(double* p, double a, double b) {
 // hold rows of the matrix. Slots past the matrix's last row take whatever the vectors
 // they are updated with hold there (stale entries, never NaN-checked) and are never read
 // into a row of the matrix: row 32 and beyond never reach slot 0. Each factorization is
-// split over warps that meet once per step at a barrier: the factor on warp 0, each
-// inverse carried alongside on a warp of its own. A step's vectors go through
-// double-buffered shared memory (by the parity of k), so that one barrier per step orders
-// them.
+// split over warps that meet once per step at a barrier: the factor on one warp, each
+// inverse carried alongside on a warp of its own; the LU runs one barrier behind the
+// Cholesky factorization, on warps of its own (33 barriers for both, not 64). A step's
+// vectors go through double-buffered shared memory (by the parity of k), so that one
+// barrier per step orders them.
 
 // step(k, std::integral_constant<int, S>) for k = 0 .. 31, each phase a rolled loop.
 template <int S, class Step>
@@ -164,46 +165,55 @@ BATCHQR_SMALL_FN void cholesky_rit(int lane, const double* rowv, const double* r
   });
 }
 
-// LU without pivoting of Q - S, S = diag(s) chosen on the way as s_k = -sign(pivot) so
-// that |U(k, k)| >= 1 (LAPACK's orhr_col, Householder reconstruction); warp 0's part. In:
-// c = column `lane` of Q. Out: U (on and above the diagonal) into LU, row-major (kSmallLd)
-// in shared memory, row k at step k (lu_li writes L below it); sign[k] = s_k, rdiag[k] =
-// 1 / U(k, k). Per step, through shared memory (2 x 32 doubles each, 16-byte aligned):
-// colv = column k of the active matrix, rows k .. (lane k's registers, unscaled: L(k + i,
-// k) = colv[i] rdiag[k]), for the update and lu_li; rowv = row k of U from its diagonal on,
-// for lu_ui. (bar, count): the barrier shared with lu_li and lu_ui, met once per step.
-BATCHQR_SMALL_FN void lu_signs(Col& c, int lane, double* LU, double* sign, double* rdiag, double* colv, double* rowv,
-                               int bar, int count) {
-  double s, u, ru;
-  auto pivot = [&](double d) {
+// LU without pivoting of A_top - S R (LAPACK's orhr_col on Q_top = A_top R^-1, with R
+// multiplied back in: Q_top - S = L U gives A_top - S R = L W with W = U R), one barrier
+// behind cholesky_r, so that the two 32-step factorizations overlap instead of following
+// each other. Step k needs only row k of R: the rows below k of R's columns are zero, so
+// S R reaches the active matrix's row k alone, and is subtracted there at step k. The
+// Schur complements of A_top - S R are those of Q_top - S times R's trailing block, so the
+// pivot before the sign is d = U'(k, k) R(k, k) and s_k = -sign(d) is the choice of the Q
+// form (|U(k, k)| >= 1); W(k, k) = d - s_k R(k, k). Warp 2's part. In: c = column `lane` of
+// A_top; R (row k written by cholesky_r before its step-k barrier) and rsq[k] = 1 / R(k, k).
+// The caller meets barrier (bar, count) once before, cholesky_r's warps once after their
+// steps. Out: W (on and above the diagonal) into LU, row-major (kSmallLd), row k at step k
+// (lu_li writes L below it); sign[k] = s_k, rdiag[k] = 1 / W(k, k). Per step, through
+// shared memory (2 x 32 doubles each, 16-byte aligned): colv = column k of the active
+// matrix, rows k .. (lane k's registers, unscaled: L(k + i, k) = colv[i] rdiag[k]), for the
+// update and lu_li; rowv = row k of W from its diagonal on, for lu_ui (which then forms
+// W^-1 = R^-1 U^-1, the M of the V pass).
+BATCHQR_SMALL_FN void lu_on_cholesky(Col& c, int lane, const double* R, const double* rsq, double* LU, double* sign,
+                                     double* rdiag, double* colv, double* rowv, int bar, int count) {
+  double s, rw, rrow;  // s_k, 1 / W(k, k), R(k, lane)
+  auto pivot = [&](int k, double d) {
     s = d >= 0.0 ? -1.0 : 1.0;
-    u = d - s;
-    ru = recip(u);  // |u| >= 1, and <= 2 while Q is orthonormal
+    const double rk = rsq[k];
+    rw = recip(fma(d, rk, -s)) * rk;  // U(k, k) = d / R(k, k) - s_k: |U(k, k)| >= 1
+    rrow = R[k * kSmallLd + lane];
   };
-  pivot(__shfl_sync(0xffffffffu, c[0], 0));
+  pivot(0, __shfl_sync(0xffffffffu, c[0], 0));
   steps([&](int k, auto sc) {
     constexpr int S = decltype(sc)::value;
     if (lane == 0) {
       sign[k] = s;
-      rdiag[k] = ru;
+      rdiag[k] = rw;
     }
+    const double wkj = fma(-s, rrow, c[0]);  // W(k, lane) for lanes from k on
     if (lane >= k) {
-      const double ukj = lane == k ? u : c[0];  // U(k, lane)
-      LU[k * kSmallLd + lane] = ukj;
-      rowv[(k & 1) * kN + lane - k] = ukj;
+      LU[k * kSmallLd + lane] = wkj;
+      rowv[(k & 1) * kN + lane - k] = wkj;
     }
     double* col = colv + (k & 1) * kN;
     if (lane == k)
 #pragma unroll
       for (int j = 0; j < S / 2; ++j) store2(col + 2 * j, c[2 * j], c[2 * j + 1]);
-    named_barrier(bar, count);
-    // Row k + i -= L(k + i, k) U(k, lane) for lanes past k; the other lanes' slots are no
+    named_barrier(bar, count);  // also cholesky_r's row k + 1
+    // Row k + i -= L(k + i, k) W(k, lane) for lanes past k; the other lanes' slots are no
     // longer read (their columns of L are lu_li's).
-    rotate_update<S>(c, col, c[0] * ru, [&] { pivot(__shfl_sync(0xffffffffu, c[0], (k + 1) & 31)); });
+    rotate_update<S>(c, col, wkj * rw, [&] { pivot((k + 1) & 31, __shfl_sync(0xffffffffu, c[0], (k + 1) & 31)); });
   });
 }
 
-// L^-1 alongside lu_signs (warp 1): its row operations on the identity, L^-1 row-major;
+// L^-1 alongside lu_on_cholesky (warp 3): its row operations on the identity, L^-1 row-major;
 // also column k of L into LU below the diagonal.
 BATCHQR_SMALL_FN void lu_li(int lane, const double* colv, const double* rdiag, double* LU, double* LI, int bar,
                             int count) {
@@ -222,9 +232,9 @@ BATCHQR_SMALL_FN void lu_li(int lane, const double* colv, const double* rdiag, d
   });
 }
 
-// U^-1 alongside lu_signs (warp 2), one step behind it: lane `lane` solves for row `lane`
-// of U^-1 (x U = e_lane) by columns, column j needing only rows 0..j of U. Out: UIT = U^-T
-// row-major (UIT[j][i] = U^-1(i, j)).
+// U^-1 for the upper triangular U = lu_on_cholesky's W, alongside it (warp 5): lane
+// `lane` solves for row `lane` of U^-1 (x U = e_lane) by columns, column j needing only
+// rows 0..j of U. Out: UIT = U^-T row-major (UIT[j][i] = U^-1(i, j)).
 BATCHQR_SMALL_FN void lu_ui(int lane, const double* rowv, const double* rdiag, double* UIT, int bar, int count) {
   Col acc;  // acc[m]: column j + m's running sum
 #pragma unroll
