@@ -205,8 +205,8 @@ TEST(SmallFp64, CholeskyRejectsASingularGram) {
 }
 
 // The Cholesky factorization and, one barrier behind it, the LU with signs of A_top - S R
-// (the Householder reconstruction of Q_top = A_top R^-1), with R^-T, L^-1 and W^-1
-// alongside: five warps, as the kernel runs them.
+// (the Householder reconstruction of Q_top = A_top R^-1) by columns and by rows, with R^-T,
+// L^-1 and W^-1 alongside: six warps, as the kernel runs them.
 TEST(SmallFp64, ReconstructionLuOnCholesky) {
   for (double decades : {0.0, 1.0, 3.0}) {
     const std::uint64_t seed = fresh_seed();
@@ -228,9 +228,10 @@ TEST(SmallFp64, ReconstructionLuOnCholesky) {
       }
     std::vector<double> rsq(N), sign(N), rdiag(N), fr(32), fi(32);
     std::vector<double> rowv(2 * N, std::nan("")), colv(2 * N, std::nan("")), wrow(2 * N, std::nan(""));
+    std::vector<double> fv(2 * N, std::nan(""));
     bool ok = false;
-    constexpr int kCount = 5 * 32;
-    run_cta(5, [&](int warp, int lane) {
+    constexpr int kCount = 6 * 32;
+    run_cta(6, [&](int warp, int lane) {
       if (warp == 0) {
         sm::Col c;
         sm::load_col(R, lane, c);
@@ -245,13 +246,19 @@ TEST(SmallFp64, ReconstructionLuOnCholesky) {
         sm::Col c;
         for (int i = 0; i < N; ++i) c[i] = a[i * N + lane];
         sm::named_barrier(1, kCount);
-        sm::lu_on_cholesky(c, lane, R, rsq.data(), LU, sign.data(), rdiag.data(), colv.data(), wrow.data(), 1, kCount);
+        sm::lu_on_cholesky(c, lane, R, rsq.data(), LU, sign.data(), rdiag.data(), colv.data(), wrow.data(), fv.data(), 1,
+                           kCount);
       } else if (warp == 3) {
         sm::named_barrier(1, kCount);
         sm::lu_li(lane, colv.data(), rdiag.data(), LU, LI, 1, kCount);
-      } else {
+      } else if (warp == 4) {
         sm::named_barrier(1, kCount);
         sm::lu_ui(lane, wrow.data(), rdiag.data(), WIT, 1, kCount);
+      } else {
+        sm::Col x;
+        for (int j = 0; j < N; ++j) x[j] = a[lane * N + j];
+        sm::named_barrier(1, kCount);
+        sm::lu_rows(x, lane, colv.data(), fv.data(), 1, kCount);
       }
     });
     ASSERT_TRUE(ok) << "seed " << seed;

@@ -70,7 +70,7 @@ __device__ __forceinline__ void dmma(double (&d)[2], double a, double b) {
 struct CholSmem {
   double* a;     // [RC][kLdA]: this CTA's rows, FP64 (cluster form)
   float* af;     // [RC][32]: the panel, FP32, columns swizzled by chol_swizzle (one-CTA form)
-  double* top;   // the panel's first 32 rows (every CTA loads them)
+  double* top;   // the panel's first 32 rows (every CTA loads them), skewed: top_at
   double* gp;    // this CTA's part of G (read by the other CTAs until they arrive)
   double* r;     // G, then R
   double* rit;   // R^-T
@@ -82,7 +82,8 @@ struct CholSmem {
   double* red;   // [4][kTiles][2][32]: the warps' tree sum of G (in li, u and t's place)
   double* vec;   // [2][32]: a step's row of R (cholesky_r, small_fp64.cuh)
   double* urow;  // [2][32]: a step's row of W (lu_on_cholesky)
-  double* lcol;  // [2][32]: a step's column of the LU's active matrix (lu_on_cholesky)
+  double* lcol;  // [2][32]: a step's column of the LU's active matrix (lu_rows)
+  double* fv;    // [2][32]: a step's multipliers W(k, j) / W(k, k) (lu_on_cholesky)
   double* sign;  // [32]: S
   double* rsq;   // [32]: cholesky_r's 1 / sqrt(pivot) per step
   double* rdiag; // [32]: 1 / W(k, k)
@@ -91,7 +92,7 @@ struct CholSmem {
 };
 
 constexpr int kSmallMatrices = 8;
-constexpr int kTailDoubles = 64 + 64 + 64 + 32 + 32 + 32 + 2;  // vec, urow, lcol, sign, rsq, rdiag, norms (then the int ok)
+constexpr int kTailDoubles = 4 * 64 + 32 + 32 + 32 + 2;  // vec, urow, lcol, fv, sign, rsq, rdiag, norms (then the int ok)
 static_assert(4 * kTiles * 64 <= 3 * kSmallDoubles, "red fits in three small matrices (li, u and t; one CTA: rit, q and li)");
 
 // The step vectors, S, the per-step scalars, the norms and the flag, from x on (kTailDoubles
@@ -100,7 +101,8 @@ __device__ __forceinline__ void carve_tail(CholSmem& s, double* x) {
   s.vec = x;
   s.urow = s.vec + 64;
   s.lcol = s.urow + 64;
-  s.sign = s.lcol + 64;
+  s.fv = s.lcol + 64;
+  s.sign = s.fv + 64;
   s.rsq = s.sign + 32;
   s.rdiag = s.rsq + 32;
   s.norms = s.rdiag + 32;
@@ -132,6 +134,10 @@ constexpr int kOneCtaSmall = 5;
 // and the V pass's (rows 8 b + 0..7, columns 4 k + 0..3). Multiples of 4: float4 groups
 // stay whole.
 __host__ __device__ constexpr int chol_swizzle(int r) { return ((r & 3) << 3) ^ (((r >> 2) & 1) << 2); }
+
+// Entry (r, c) of the cluster form's top rows: skewed, so that both the lanes that read a
+// column each and those that read a row each (lu_on_cholesky, lu_rows) meet 32 banks.
+__device__ __forceinline__ int top_at(int r, int c) { return r * kSmallLd + ((c + r) & 31); }
 
 // Whether the panel's rows move in kBytes groups (rows_aligned; false for a column-major panel).
 template <int kBytes, Layout L>
@@ -239,7 +245,7 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
       if (r < nloc) async_copy(dst, &A(r, c));
       else *dst = 0.0f;
     }
-    if (tid < 192) s.vec[tid] = 0.0;  // as below
+    s.vec[tid] = 0.0;  // as below
     async_wait();
   } else {
     constexpr int kIter = kCholMaxRowsPerCta * 32 / kCholThreads / 2, kTopIter = 32 * 32 / kCholThreads;
@@ -282,11 +288,12 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
     for (int it = 0; it < kTopIter; ++it) {
       int r = 0, c = 0;
       rc_of(tid + it * kCholThreads, 32, r, c);
-      s.top[r * kSmallLd + c] = static_cast<double>(w[it]);
+      s.top[top_at(r, c)] = static_cast<double>(w[it]);
     }
     // The step vectors' entries past a matrix are read but never written: zeros, not
     // whatever shared memory held.
-    if (tid < 192) s.vec[tid] = 0.0;  // vec, urow and lcol
+    static_assert(kCholThreads == 4 * 64);
+    s.vec[tid] = 0.0;  // vec, urow, lcol and fv
   }
   __syncthreads();
 
@@ -357,11 +364,11 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
 
   // --- 2. R, the reconstruction, the checks ---------------------------------------------
   // The factorizations (small_fp64.cuh) on warps of their own, the LU one barrier behind
-  // the Cholesky factorization: warp 0 R, 1 R^-T, 2 the LU, 3 L^-1, 5 W^-1 (beside R^-T,
-  // whose work is the lightest; warps 0 and 2, the chain, alone on their schedulers). They
-  // meet 33 times at a whole-CTA barrier, which the idle warps meet too (racecheck is clean
-  // with it, not with barriers of part of the CTA; docs/perf-notes.md v14). The products
-  // on every warp.
+  // the Cholesky factorization: warp 0 R, 1 R^-T, 2 the LU by columns, 7 the same LU by
+  // rows, 3 L^-1, 5 W^-1 (warps 0 and 2, the chain, alone on their schedulers). They meet
+  // 33 times at a whole-CTA barrier, which the idle warps meet too (racecheck is clean with
+  // it, not with barriers of part of the CTA; docs/perf-notes.md v14). The products on
+  // every warp.
   auto barrier = [] { small::named_barrier(0, kCholThreads); };
   if (warp == 0) {
     Col c;
@@ -387,9 +394,15 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
   } else if (warp == 2) {
     Col c;  // column `lane` of A_top (read before W^-T takes top's place)
 #pragma unroll
-    for (int i = 0; i < small::kN; ++i) c[i] = kCluster ? s.top[i * kSmallLd + lane] : pa(i, lane);
+    for (int i = 0; i < small::kN; ++i) c[i] = kCluster ? s.top[top_at(i, lane)] : pa(i, lane);
     barrier();  // R's row 0
-    small::lu_on_cholesky(c, lane, s.r, s.rsq, s.q, s.sign, s.rdiag, s.lcol, s.urow, 0, kCholThreads);
+    small::lu_on_cholesky(c, lane, s.r, s.rsq, s.q, s.sign, s.rdiag, s.lcol, s.urow, s.fv, 0, kCholThreads);
+  } else if (warp == 7) {
+    Col x;  // row `lane` of A_top
+#pragma unroll
+    for (int j = 0; j < small::kN; ++j) x[j] = kCluster ? s.top[top_at(lane, j)] : pa(lane, j);
+    barrier();
+    small::lu_rows(x, lane, s.lcol, s.fv, 0, kCholThreads);
   } else if (warp == 3) {
     barrier();
     small::lu_li(lane, s.lcol, s.rdiag, s.q, s.li, 0, kCholThreads);

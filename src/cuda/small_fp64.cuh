@@ -178,11 +178,12 @@ BATCHQR_SMALL_FN void cholesky_rit(int lane, const double* rowv, const double* r
 // steps. Out: W (on and above the diagonal) into LU, row-major (kSmallLd), row k at step k
 // (lu_li writes L below it); sign[k] = s_k, rdiag[k] = 1 / W(k, k). Per step, through
 // shared memory (2 x 32 doubles each, 16-byte aligned): colv = column k of the active
-// matrix, rows k .. (lane k's registers, unscaled: L(k + i, k) = colv[i] rdiag[k]), for the
-// update and lu_li; rowv = row k of W from its diagonal on, for lu_ui (which then forms
-// W^-1 = R^-1 U^-1, the M of the V pass).
+// matrix, rows k .. (unscaled: L(k + i, k) = colv[i] rdiag[k]), which lu_rows publishes, for
+// the update and lu_li; rowv = row k of W from its diagonal on, for lu_ui (which then forms
+// W^-1 = R^-1 U^-1, the M of the V pass); fv = the multipliers W(k, k + j) / W(k, k), for
+// lu_rows.
 BATCHQR_SMALL_FN void lu_on_cholesky(Col& c, int lane, const double* R, const double* rsq, double* LU, double* sign,
-                                     double* rdiag, double* colv, double* rowv, int bar, int count) {
+                                     double* rdiag, const double* colv, double* rowv, double* fv, int bar, int count) {
   double s, rw, rrow;  // s_k, 1 / W(k, k), R(k, lane)
   auto pivot = [&](int k, double d) {
     s = d >= 0.0 ? -1.0 : 1.0;
@@ -198,18 +199,31 @@ BATCHQR_SMALL_FN void lu_on_cholesky(Col& c, int lane, const double* R, const do
       rdiag[k] = rw;
     }
     const double wkj = fma(-s, rrow, c[0]);  // W(k, lane) for lanes from k on
+    const double f = wkj * rw;
     if (lane >= k) {
       LU[k * kSmallLd + lane] = wkj;
       rowv[(k & 1) * kN + lane - k] = wkj;
+      fv[(k & 1) * kN + lane - k] = f;
     }
-    double* col = colv + (k & 1) * kN;
-    if (lane == k)
-#pragma unroll
-      for (int j = 0; j < S / 2; ++j) store2(col + 2 * j, c[2 * j], c[2 * j + 1]);
-    named_barrier(bar, count);  // also cholesky_r's row k + 1
+    named_barrier(bar, count);  // also cholesky_r's row k + 1 and lu_rows' column k
     // Row k + i -= L(k + i, k) W(k, lane) for lanes past k; the other lanes' slots are no
     // longer read (their columns of L are lu_li's).
-    rotate_update<S>(c, col, wkj * rw, [&] { pivot((k + 1) & 31, __shfl_sync(0xffffffffu, c[0], (k + 1) & 31)); });
+    rotate_update<S>(c, colv + (k & 1) * kN, f, [&] { pivot((k + 1) & 31, __shfl_sync(0xffffffffu, c[0], (k + 1) & 31)); });
+  });
+}
+
+// The same LU by rows, alongside lu_on_cholesky (warp 7): lane i holds row i of the
+// active matrix (x[j] = entry (i, k + j) at step k) and publishes its entry of column k
+// (colv), which would otherwise leave lane k's registers as 16 stores of one lane per step;
+// it applies lu_on_cholesky's multipliers (fv) by the same fma, operands swapped, so that
+// both copies of the active matrix agree bit for bit. In: x = row `lane` of A_top. The
+// caller meets barrier (bar, count) once before.
+BATCHQR_SMALL_FN void lu_rows(Col& x, int lane, double* colv, const double* fv, int bar, int count) {
+  steps([&](int k, auto sc) {
+    constexpr int S = decltype(sc)::value;
+    if (lane >= k) colv[(k & 1) * kN + lane - k] = x[0];
+    named_barrier(bar, count);
+    rotate_update<S>(x, fv + (k & 1) * kN, x[0], NoFirst{});
   });
 }
 
