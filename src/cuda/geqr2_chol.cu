@@ -419,7 +419,7 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
   // U = W R^-1 (R^-1(k, j) = R^-T(j, k)), then T = -(U S) L^-T; each formed in registers
   // and stored once every warp has read its operands (one CTA: U into R^-T's place, T into
   // L^-1's). M = W^-1 is lu_ui's.
-  auto product = [&](auto x, auto y, double* z, double sign) {
+  auto product = [&](auto x, auto y, double* z, double scale) {
     double d[2][2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) small_product_tile(x, y, d[h], h, warp, lane);
@@ -427,7 +427,7 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) z[small_row(h, warp, lane) * kSmallLd + small_col(h, e, warp, lane)] = sign * d[h][e];
+      for (int e = 0; e < 2; ++e) z[small_row(h, warp, lane) * kSmallLd + small_col(h, e, warp, lane)] = scale * d[h][e];
     __syncthreads();
   };
   product([&](int i, int k) { return k >= i ? s.q[i * kSmallLd + k] : 0.0; },

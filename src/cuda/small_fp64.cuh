@@ -171,8 +171,8 @@ BATCHQR_SMALL_FN void cholesky_rit(int lane, const double* rowv, const double* r
 // each other. Step k needs only row k of R: the rows below k of R's columns are zero, so
 // S R reaches the active matrix's row k alone, and is subtracted there at step k. The
 // Schur complements of A_top - S R are those of Q_top - S times R's trailing block, so the
-// pivot before the sign is d = U'(k, k) R(k, k) and s_k = -sign(d) is the choice of the Q
-// form (|U(k, k)| >= 1); W(k, k) = d - s_k R(k, k). Warp 2's part. In: c = column `lane` of
+// pivot before the sign is d = q R(k, k), q the Q form's, and s_k = -sign(d) is that form's
+// choice (|U(k, k)| = |q - s_k| >= 1); W(k, k) = d - s_k R(k, k) = U(k, k) R(k, k). Warp 2's part. In: c = column `lane` of
 // A_top; R (row k written by cholesky_r before its step-k barrier) and rsq[k] = 1 / R(k, k).
 // The caller meets barrier (bar, count) once before, cholesky_r's warps once after their
 // steps. Out: W (on and above the diagonal) into LU, row-major (kSmallLd), row k at step k
