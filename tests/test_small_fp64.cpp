@@ -303,6 +303,59 @@ TEST(SmallFp64, ReconstructionLuOnCholesky) {
     EXPECT_LT(e_lu, 1e-12) << "seed " << seed << ", decades " << decades;
     EXPECT_LT(e_li, 1e-12) << "seed " << seed << ", decades " << decades;
     EXPECT_LT(e_wi, 1e-12) << "seed " << seed << ", decades " << decades;
+
+    // What geqr2_chol makes of them: V = [L; A_bot M] with M = W^-1, T = -(U S) L^-T and
+    // the R of geqr2, S R. The reflectors' Q = I - V T V^T must be orthogonal and Q^T A =
+    // [S R; 0] (LAPACK's geqr2 output, up to rounding).
+    std::vector<double> v(static_cast<std::size_t>(m) * N), t(N * N, 0.0);
+    for (int r = 0; r < m; ++r)
+      for (int j = 0; j < N; ++j) {
+        if (r < N) {
+          v[r * N + j] = l_at(r, j);
+          continue;
+        }
+        double x = 0.0;
+        for (int k = 0; k <= j; ++k) x += a[r * N + k] * WIT[j * Ld + k];  // (A M)(r, j), M(k, j) = W^-T(j, k)
+        v[r * N + j] = x;
+      }
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < N; ++j) {
+        double x = 0.0;
+        for (int k = 0; k <= j; ++k) x += u[i * N + k] * sign[k] * LI[j * Ld + k];  // L^-T(k, j) = L^-1(j, k)
+        t[i * N + j] = -x;
+      }
+    // Q^T A = A - V T^T (V^T A), and the first N columns of Q, E - V T V_top^T.
+    std::vector<double> vta(N * N, 0.0), c(N * N, 0.0), q1(static_cast<std::size_t>(m) * N);
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < N; ++j)
+        for (int r = 0; r < m; ++r) vta[i * N + j] += v[r * N + i] * a[r * N + j];
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < N; ++j)
+        for (int k = 0; k < N; ++k) c[i * N + j] += t[k * N + i] * vta[k * N + j];
+    double e_r = 0.0, e_orth = 0.0;
+    for (int r = 0; r < m; ++r)
+      for (int j = 0; j < N; ++j) {
+        double qta = a[r * N + j], qe = r == j ? 1.0 : 0.0;
+        for (int k = 0; k < N; ++k) {
+          qta -= v[r * N + k] * c[k * N + j];
+          double tv = 0.0;  // (T V_top^T)(k, j)
+          for (int p = 0; p < N; ++p) tv += t[k * N + p] * v[j * N + p];
+          qe -= v[r * N + k] * tv;
+        }
+        const double want = r < N && r <= j ? sign[r] * r_at(r, j) : 0.0;
+        e_r = std::max(e_r, std::abs(qta - want) / scale);
+        q1[r * N + j] = qe;
+      }
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < N; ++j) {
+        double x = 0.0;
+        for (int r = 0; r < m; ++r) x += q1[r * N + i] * q1[r * N + j];
+        e_orth = std::max(e_orth, std::abs(x - (i == j ? 1.0 : 0.0)));
+      }
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < i; ++j) EXPECT_EQ(t[i * N + j], 0.0);  // larft's T is upper triangular
+    EXPECT_LT(e_r, 1e-12) << "seed " << seed << ", decades " << decades;
+    EXPECT_LT(e_orth, 1e-12) << "seed " << seed << ", decades " << decades;
   }
 }
 
