@@ -124,6 +124,20 @@ std::vector<double> random_panel(int m, std::uint64_t seed, double col_scale_dec
   return a;
 }
 
+// G = A^T A of an m x N panel, whole (returned) and its upper triangle into R (Ld apart), as
+// the kernel's sum leaves it.
+std::vector<double> gram(const std::vector<double>& a, int m, double* R) {
+  std::vector<double> G(N * N);
+  for (int i = 0; i < N; ++i)
+    for (int j = 0; j < N; ++j) {
+      double x = 0.0;
+      for (int r = 0; r < m; ++r) x += a[r * N + i] * a[r * N + j];
+      G[i * N + j] = x;
+      if (i <= j) R[i * Ld + j] = x;
+    }
+  return G;
+}
+
 TEST(SmallFp64, CholeskyAndItsInverse) {
   for (double decades : {0.0, 2.0}) {
     const std::uint64_t seed = fresh_seed();
@@ -132,14 +146,7 @@ TEST(SmallFp64, CholeskyAndItsInverse) {
     Smem s;
     double* R = s.mat(0);  // holds G (upper triangle only, as the kernel's sum leaves it), then R
     double* RIT = s.mat(1);
-    std::vector<double> G(N * N);
-    for (int i = 0; i < N; ++i)
-      for (int j = 0; j < N; ++j) {
-        double x = 0.0;
-        for (int r = 0; r < m; ++r) x += a[r * N + i] * a[r * N + j];
-        G[i * N + j] = x;
-        if (i <= j) R[i * Ld + j] = x;
-      }
+    const std::vector<double> G = gram(a, m, R);
     std::vector<double> rsq(N), fr(32), fi(32), rowv(2 * N, std::nan(""));
     bool ok = false;
     run_cta(2, [&](int warp, int lane) {
@@ -181,12 +188,7 @@ TEST(SmallFp64, CholeskyRejectsASingularGram) {
   for (int r = 0; r < 100; ++r) a[r * N + 7] = 0.0;  // a zero column: a zero pivot
   Smem s;
   double* R = s.mat(0);
-  for (int i = 0; i < N; ++i)
-    for (int j = i; j < N; ++j) {
-      double x = 0.0;
-      for (int r = 0; r < 100; ++r) x += a[r * N + i] * a[r * N + j];
-      R[i * Ld + j] = x;
-    }
+  gram(a, 100, R);
   std::vector<double> rsq(N), rowv(2 * N, std::nan(""));
   bool ok = true;
   run_cta(2, [&](int warp, int lane) {
@@ -218,14 +220,7 @@ TEST(SmallFp64, ReconstructionLuOnCholesky) {
     double* LU = s.mat(2);  // L and W packed
     double* LI = s.mat(3);
     double* WIT = s.mat(4);
-    std::vector<double> G(N * N);
-    for (int i = 0; i < N; ++i)
-      for (int j = 0; j < N; ++j) {
-        double x = 0.0;
-        for (int r = 0; r < m; ++r) x += a[r * N + i] * a[r * N + j];
-        G[i * N + j] = x;
-        if (i <= j) R[i * Ld + j] = x;
-      }
+    gram(a, m, R);
     std::vector<double> rsq(N), sign(N), rdiag(N), fr(32), fi(32);
     std::vector<double> rowv(2 * N, std::nan("")), colv(2 * N, std::nan("")), wrow(2 * N, std::nan(""));
     std::vector<double> fv(2 * N, std::nan(""));

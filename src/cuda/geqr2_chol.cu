@@ -178,16 +178,19 @@ __device__ __forceinline__ void small_product_tile(FX x, FY y, double (&d)[2], i
   for (int ks = 0; ks < 8; ++ks)
     dmma(d, x(8 * bi + (lane >> 2), 4 * ks + (lane & 3)), y(4 * ks + (lane & 3), 8 * bj + (lane >> 2)));
 }
-// Z = X Y, each tile stored through z(i, j, value) once formed.
-template <class FX, class FY, class FZ>
-__device__ __forceinline__ void small_product(FX x, FY y, FZ z, int warp, int lane) {
+// Z = scale X Y (row-major, kSmallLd), every warp's tiles formed before any is stored, so
+// that Z may take the place of X or Y; a whole-CTA barrier before and after the stores.
+template <class FX, class FY>
+__device__ __forceinline__ void small_product(FX x, FY y, double* z, double scale, int warp, int lane) {
+  double d[2][2];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    double d[2];
-    small_product_tile(x, y, d, h, warp, lane);
+  for (int h = 0; h < 2; ++h) small_product_tile(x, y, d[h], h, warp, lane);
+  __syncthreads();
 #pragma unroll
-    for (int e = 0; e < 2; ++e) z(small_row(h, warp, lane), small_col(h, e, warp, lane), d[e]);
-  }
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) z[small_row(h, warp, lane) * kSmallLd + small_col(h, e, warp, lane)] = scale * d[h][e];
+  __syncthreads();
 }
 
 struct CholKernelArgs {
@@ -416,24 +419,12 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
   __syncthreads();
   // kappa_F(R) = ||R||_F ||R^-1||_F (false for NaN).
   if (tid == 0 && !(sqrt(s.norms[0] * s.norms[1]) <= kCholMaxKappa)) s.ok[0] = 0;
-  // U = W R^-1 (R^-1(k, j) = R^-T(j, k)), then T = -(U S) L^-T; each formed in registers
-  // and stored once every warp has read its operands (one CTA: U into R^-T's place, T into
-  // L^-1's). M = W^-1 is lu_ui's.
-  auto product = [&](auto x, auto y, double* z, double scale) {
-    double d[2][2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) small_product_tile(x, y, d[h], h, warp, lane);
-    __syncthreads();
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) z[small_row(h, warp, lane) * kSmallLd + small_col(h, e, warp, lane)] = scale * d[h][e];
-    __syncthreads();
-  };
-  product([&](int i, int k) { return k >= i ? s.q[i * kSmallLd + k] : 0.0; },
-          [&](int k, int j) { return s.rit[j * kSmallLd + k]; }, s.u, 1.0);
-  product([&](int i, int k) { return k >= i ? s.u[i * kSmallLd + k] * s.sign[k] : 0.0; },
-          [&](int k, int j) { return s.li[j * kSmallLd + k]; }, s.t, -1.0);
+  // U = W R^-1 (R^-1(k, j) = R^-T(j, k)), then T = -(U S) L^-T (one CTA: U into R^-T's
+  // place, T into L^-1's). M = W^-1 is lu_ui's.
+  small_product([&](int i, int k) { return k >= i ? s.q[i * kSmallLd + k] : 0.0; },
+                [&](int k, int j) { return s.rit[j * kSmallLd + k]; }, s.u, 1.0, warp, lane);
+  small_product([&](int i, int k) { return k >= i ? s.u[i * kSmallLd + k] * s.sign[k] : 0.0; },
+                [&](int k, int j) { return s.li[j * kSmallLd + k]; }, s.t, -1.0, warp, lane);
   {
     bool fin = true;
     for (int idx = tid; idx < 32 * 32; idx += kCholThreads) fin = fin && isfinite(s.uit[idx]) && isfinite(s.t[idx]);

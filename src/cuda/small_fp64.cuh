@@ -57,14 +57,6 @@ BATCHQR_SMALL_FN void load2(const double* p, double& a, double& b) {
   b = p[1];
 #endif
 }
-BATCHQR_SMALL_FN void store2(double* p, double a, double b) {
-#ifdef __CUDACC__
-  *reinterpret_cast<double2*>(p) = make_double2(a, b);
-#else
-  p[0] = a;
-  p[1] = b;
-#endif
-}
 
 // The factorizations below run their 32 steps as rolled loops over registers that
 // rotate: at step k a lane's array holds rows k, k + 1, ... of its column, the pivot row in
