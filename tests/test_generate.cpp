@@ -148,6 +148,12 @@ TEST(Suite, ParseCase) {
   EXPECT_FALSE(check::parse_case("batch=-4,n=5", &c, &err));
   EXPECT_FALSE(check::parse_case("batch=4,n=5,color=red", &c, &err));
   EXPECT_FALSE(check::parse_case("batch=4,n", &c, &err));
+  // Sizes past int (the library's dimensions, the baselines' batch) or past long long.
+  ASSERT_TRUE(check::parse_case("batch=2147483647,n=2147483647", &c, &err)) << err;
+  EXPECT_FALSE(check::parse_case("batch=2147483648,n=5", &c, &err));
+  EXPECT_NE(err.find("at most 2147483647"), std::string::npos) << err;
+  EXPECT_FALSE(check::parse_case("batch=4,n=5,m=99999999999999999999", &c, &err));
+  EXPECT_NE(err.find("m must be at most"), std::string::npos) << err;
 }
 
 }  // namespace

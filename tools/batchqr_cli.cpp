@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <new>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -167,8 +168,13 @@ int cmd_bench(int argc, char** argv) {
     }
   }
   if (cases.empty()) return usage_error("give --suite or --case");
-  for (const auto& c : cases)
+  for (const auto& c : cases) {
     if (c.m == 0 || c.n == 0 || c.batch == 0) return usage_error("bench cases need batch, m, n >= 1");
+    // One batch's bytes must be addressable (the inputs are allocated as one block each).
+    const double bytes = static_cast<double>(c.batch) * static_cast<double>(c.m) * static_cast<double>(c.n) * 4.0;
+    if (bytes > 0x1p60)
+      return usage_error("case " + c.label() + " needs " + std::to_string(bytes / 0x1p30) + " GiB per batch, too large to allocate");
+  }
 
   if (backend_name == "auto") {
     o.backend = cuda_available() ? Backend::cuda : Backend::cpu;
@@ -205,13 +211,21 @@ int cmd_bench(int argc, char** argv) {
   for (std::size_t i = 0; i < cases.size(); ++i) {
     std::fprintf(stderr, tty ? "\r[%zu/%zu] %-28s" : "[%zu/%zu] %s\n", i + 1, cases.size(), cases[i].label().c_str());
     std::fflush(stderr);
+    // A case too large for this machine's memory is reported, not fatal: the run goes on.
+    try {
 #if BATCHQR_HAS_CUDA
-    if (gpu) {
-      results.push_back(gpu->run(cases[i]));
-      continue;
-    }
+      if (gpu) {
+        results.push_back(gpu->run(cases[i]));
+        continue;
+      }
 #endif
-    results.push_back(tools::run_case_cpu(cases[i], o));
+      results.push_back(tools::run_case_cpu(cases[i], o));
+    } catch (const std::bad_alloc&) {
+      tools::CaseResult r;
+      r.spec = cases[i];
+      r.batchqr.note = "out of host memory";
+      results.push_back(r);
+    }
   }
   if (tty) std::fprintf(stderr, "\r%-40s\r", "");
 

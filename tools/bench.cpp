@@ -4,7 +4,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
 
 #include "batchqr/check/generate.hpp"
 
@@ -50,6 +55,23 @@ std::vector<float> make_input(const check::CaseSpec& c, Layout layout, std::uint
   return out;
 }
 
+std::string host_memory_shortfall(double need_bytes) {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key != "MemAvailable:") continue;
+    const double avail = kib * 1024.0;
+    if (need_bytes <= avail) return {};
+    char msg[160];
+    std::snprintf(msg, sizeof msg, "needs %.1f GiB of host memory, %.1f GiB available", need_bytes / 0x1p30,
+                  avail / 0x1p30);
+    return msg;
+  }
+  return {};
+}
+
 CaseResult run_case_cpu(const check::CaseSpec& c, const BenchOptions& o) {
   using clock = std::chrono::steady_clock;
   CaseResult res;
@@ -57,15 +79,24 @@ CaseResult run_case_cpu(const check::CaseSpec& c, const BenchOptions& o) {
   res.inputs = check::inputs_per_case(c);
   ImplResult& r = res.batchqr;
   r.name = "batchqr-cpu";
+  // The inputs and their working copies, plus the validator's six FP64 m x n buffers per thread.
+  const double batch_bytes = 4.0 * static_cast<double>(c.batch) * static_cast<double>(c.m) * static_cast<double>(c.n);
+  const double threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  r.note = host_memory_shortfall(2.0 * batch_bytes * static_cast<double>(res.inputs) +
+                                 (o.validate ? 48.0 * static_cast<double>(c.m) * static_cast<double>(c.n) * threads : 0.0));
+  if (!r.note.empty()) return res;
 
-  Context* ctx = nullptr;
+  Context* raw_ctx = nullptr;
   ContextOptions copt;
   copt.num_threads = o.threads;
-  Status st = create_context(Backend::cpu, &ctx, copt);
+  Status st = create_context(Backend::cpu, &raw_ctx, copt);
   if (st != Status::success) {
     r.note = status_string(st);
     return res;
   }
+  // Released on every return, and when an allocation below throws.
+  const std::unique_ptr<Context, Status (*)(Context*)> owner(raw_ctx, destroy_context);
+  Context* ctx = raw_ctx;
   const GeqrfDesc d = make_geqrf_desc(c.m, c.n, c.batch, o.layout);
   std::size_t ws_bytes = 0;
   st = geqrf_workspace_size(ctx, d, &ws_bytes);
@@ -92,7 +123,6 @@ CaseResult run_case_cpu(const check::CaseSpec& c, const BenchOptions& o) {
   if (st == Status::success) st = factor_all();
   if (st != Status::success) {
     r.note = status_string(st);
-    destroy_context(ctx);
     return res;
   }
   if (o.validate) {
@@ -115,7 +145,6 @@ CaseResult run_case_cpu(const check::CaseSpec& c, const BenchOptions& o) {
   }
   r.time = summarize_samples(samples);
   r.ran = true;
-  destroy_context(ctx);
   return res;
 }
 

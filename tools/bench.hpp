@@ -64,6 +64,11 @@ std::vector<float> make_input(const check::CaseSpec& c, Layout layout, std::uint
 
 CaseResult run_case_cpu(const check::CaseSpec& c, const BenchOptions& o);
 
+// Empty when `need_bytes` of host memory fit in what the system reports available (Linux:
+// MemAvailable; elsewhere no check), else the reason a case is skipped. Allocating past it
+// would end in the kernel's OOM killer, not in an exception the tool could report.
+std::string host_memory_shortfall(double need_bytes);
+
 #if BATCHQR_HAS_CUDA
 // The GPU runner keeps its handles and buffers between cases.
 class CudaBench {

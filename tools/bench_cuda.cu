@@ -135,6 +135,9 @@ CaseResult CudaBench::run(const check::CaseSpec& c) {
   const std::size_t taus = static_cast<std::size_t>(c.batch) * k;
   const int m = static_cast<int>(c.m), n = static_cast<int>(c.n), batch = static_cast<int>(c.batch);
 
+  // The host generates one input batch at a time.
+  res.batchqr.note = host_memory_shortfall(4.0 * static_cast<double>(elems));
+  if (!res.batchqr.note.empty()) return res;
   DevBuf<float> orig, work, tau;
   if (!orig.alloc(elems * count) || !work.alloc(elems * count) || !tau.alloc(std::max<std::size_t>(taus, 1) * count)) {
     res.batchqr.note = "out of device memory for the inputs";

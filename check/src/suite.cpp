@@ -1,6 +1,7 @@
 #include "batchqr/check/suite.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -80,8 +81,12 @@ bool parse_case(std::string_view text, CaseSpec* out, std::string* error) {
       c.cond = std::strtod(val.c_str(), &end);
       if (end == val.c_str() || *end != '\0') return fail("cond must be a number, got '" + val + "'");
     } else if (key == "batch" || key == "n" || key == "m") {
+      // The library's sizes are 64-bit, but its dimensions and the baselines' batch are int.
+      constexpr long long kMax = 2147483647;
+      errno = 0;
       const long long v = std::strtoll(val.c_str(), &end, 10);
       if (end == val.c_str() || *end != '\0' || v < 0) return fail(key + " must be an integer >= 0, got '" + val + "'");
+      if (errno == ERANGE || v > kMax) return fail(key + " must be at most " + std::to_string(kMax) + ", got '" + val + "'");
       (key == "batch" ? c.batch : key == "n" ? c.n : c.m) = v;
     } else {
       return fail("unknown key '" + key + "' (expected batch, n, m, cond, case)");
