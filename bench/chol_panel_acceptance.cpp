@@ -37,7 +37,8 @@ constexpr double kMaxKappa = 3.0e3;  // geqr2_chol.hpp's kCholMaxKappa
 // geqr2_chol's acceptance of an m x w panel (column-major, ld lda).
 // equilibrate: the checks on A D^-1 instead, D = diag(2^e_j) with 2^e_j the power of two
 // nearest below |a_j| (G scaled to D^-1 G D^-1, exactly, before the Cholesky factorization).
-bool accepts(const float* a, int lda, int m, int w, bool equilibrate) {
+bool accepts(const float* a, int lda, int m, int w, bool equilibrate, double* kappa = nullptr) {
+  if (kappa) *kappa = INFINITY;
   std::vector<double> g(static_cast<std::size_t>(w) * w, 0.0);
   for (int i = 0; i < w; ++i)
     for (int j = i; j < w; ++j) {
@@ -84,6 +85,7 @@ bool accepts(const float* a, int lda, int m, int w, bool equilibrate) {
     }
     for (int i = 0; i < w; ++i) fi += x[i] * x[i];
   }
+  if (kappa) *kappa = std::sqrt(fr * fi);
   return std::sqrt(fr * fi) <= kMaxKappa;
 }
 
@@ -91,11 +93,13 @@ struct Tally {
   long panels32 = 0, ok32 = 0, panels64 = 0, ok64 = 0, ok32e = 0, ok64e = 0;  // e: equilibrated
   long matrices = 0, any_flag32 = 0, any_flag64 = 0;
   long after_flag = 0, after_flag_flag = 0, after_ok = 0, after_ok_flag = 0;  // w = 32, consecutive panels
+  long kappa_dec[5] = {};  // rejected equilibrated 32-column panels by kappa_F: < 1e4, < 1e5, < 1e6, larger, no R
   void add(const Tally& t) {
     panels32 += t.panels32, ok32 += t.ok32, panels64 += t.panels64, ok64 += t.ok64, ok32e += t.ok32e, ok64e += t.ok64e;
     matrices += t.matrices, any_flag32 += t.any_flag32, any_flag64 += t.any_flag64;
     after_flag += t.after_flag, after_flag_flag += t.after_flag_flag, after_ok += t.after_ok,
         after_ok_flag += t.after_ok_flag;
+    for (int i = 0; i < 5; ++i) kappa_dec[i] += t.kappa_dec[i];
   }
 };
 
@@ -114,7 +118,10 @@ Tally study(float* a, int m, int n, int min_rows) {
     float* p = a + j + static_cast<std::size_t>(j) * m;
     if (w == nb && rows >= min_rows) {
       const bool ok = accepts(p, m, rows, nb, false);
-      t.ok32e += accepts(p, m, rows, nb, true);
+      double kap = 0;
+      const bool oke = accepts(p, m, rows, nb, true, &kap);
+      t.ok32e += oke;
+      if (!oke) ++t.kappa_dec[!(kap < INFINITY) ? 4 : kap < 1e4 ? 0 : kap < 1e5 ? 1 : kap < 1e6 ? 2 : 3];
       ++t.panels32;
       t.ok32 += ok;
       f32 |= !ok;
@@ -183,6 +190,7 @@ int main(int argc, char** argv) {
               min_rows);
   std::printf("%-28s %6s %7s %7s %6s %7s %7s %10s %10s %13s %13s\n", "case", "p32", "ok32", "ok32 eq", "p64", "ok64",
               "ok64 eq", "mat flag32", "mat flag64", "P(f|f prev)", "P(f|ok prev)");
+  std::printf("  (then: the rejected equilibrated 32-column panels by kappa_F(R'): < 1e4, < 1e5, < 1e6, larger, no R)\n");
   for (const Case& c : cases) {
     batchqr::check::GenSpec g;
     g.m = c.m;
@@ -216,6 +224,9 @@ int main(int argc, char** argv) {
                 pct(t.ok64e, t.panels64), t.any_flag32, t.matrices, t.any_flag64,
                 t.matrices, pct(t.after_flag_flag, t.after_flag), t.after_flag, pct(t.after_ok_flag, t.after_ok),
                 t.after_ok);
+    if (t.panels32 > t.ok32e)
+      std::printf("  rejected (eq) by kappa: %ld %ld %ld %ld %ld\n", t.kappa_dec[0], t.kappa_dec[1], t.kappa_dec[2],
+                  t.kappa_dec[3], t.kappa_dec[4]);
     std::fflush(stdout);
   }
   return 0;
