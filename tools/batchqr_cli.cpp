@@ -172,8 +172,11 @@ int cmd_bench(int argc, char** argv) {
     if (c.m == 0 || c.n == 0 || c.batch == 0) return usage_error("bench cases need batch, m, n >= 1");
     // One batch's bytes must be addressable (the inputs are allocated as one block each).
     const double bytes = static_cast<double>(c.batch) * static_cast<double>(c.m) * static_cast<double>(c.n) * 4.0;
-    if (bytes > 0x1p60)
-      return usage_error("case " + c.label() + " needs " + std::to_string(bytes / 0x1p30) + " GiB per batch, too large to allocate");
+    if (bytes > 0x1p60) {
+      char gib[32];
+      std::snprintf(gib, sizeof gib, "%.3g", bytes / 0x1p30);
+      return usage_error("case " + c.label() + " needs " + gib + " GiB per batch, too large to allocate");
+    }
   }
 
   if (backend_name == "auto") {
