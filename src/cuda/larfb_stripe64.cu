@@ -8,6 +8,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/mbarrier.cuh"
 #include "cuda/mma_tf32.cuh"
+#include "cuda/stripe64_tiles.cuh"
 #include "cuda/tensor_map.hpp"
 #include "cuda/tma.cuh"
 #include "cuda/wgmma_tf32.cuh"
@@ -15,22 +16,18 @@
 namespace batchqr::cuda {
 namespace {
 
-constexpr int TN = 64;      // columns of C per CTA
-constexpr int K = 64;       // reflectors
+using namespace stripe64;  // the tiles and products shared with larfb_w64 (stripe64_tiles.cuh)
+constexpr int TN = kTN;     // columns of C per CTA
+constexpr int K = kK;       // reflectors
 constexpr int NT = 256;     // two warpgroups
-constexpr int kChunk = 32;  // rows per TMA box of C and of V
 constexpr int kMaxChunks = kStripe64MaxRows / kChunk;
 constexpr int kSlots = 2;   // phase 1's V chunks in flight per warpgroup
 
-// Shared memory, from a 1024-byte aligned base (the swizzle's period), in bytes:
-constexpr int kCBox = kChunk * 32 * 4;      // C: 32 rows x 32 columns, two per 32-row chunk
-constexpr int kCChunk = 2 * kCBox;
-constexpr int kVBox = kChunk * 32 * 4;      // V as stored: 32 rows x 32 reflectors, two per chunk
-constexpr int kVChunk = 2 * kVBox;
-constexpr int kBPart = K * TN * 4;          // phase 2's T, then phase 3's -W2: big, then small
+// Shared memory, from a 1024-byte aligned base (the swizzle's period), in bytes (the boxes'
+// sizes: stripe64_tiles.cuh):
 constexpr int kOffV = 0;                    // [2 warpgroups][kSlots] V chunks as stored
 constexpr int kOffK = kOffV + 2 * kSlots * kVChunk;  // [2 warpgroups] a V chunk K-major: big, small
-constexpr int kOffB = kOffK + 2 * 2 * kVChunk;
+constexpr int kOffB = kOffK + 2 * 2 * kVChunk;  // phase 2's T, then phase 3's -W2 (a split pair)
 constexpr int kOffC = kOffB + 2 * kBPart;   // the stripe: [chunk][half] C boxes
 constexpr int kBars = kMaxChunks + 2 * kSlots + 2 * 2;
 
@@ -40,61 +37,6 @@ struct Maps {
   CUtensorMap c;  // the matrices: {columns, rows, batch}, boxes of 32 x 32
   CUtensorMap v;  // V (row-major, V^T's storage): {64, rows, batch}, boxes of 32 x 32
 };
-
-#if BATCHQR_HAVE_WGMMA
-
-// Byte offset of C(r, c) (r < 32, c < 64) in a chunk: TMA's 128-byte swizzle, 16-byte
-// group (c % 32) / 4 of row r at that group ^ (r % 8).
-__device__ __forceinline__ int c_at(int r, int c) {
-  return (c >> 5) * kCBox + r * 128 + ((((c & 31) >> 2) ^ (r & 7)) << 4) + (c & 3) * 4;
-}
-// Byte offset of V(r, n) (r < 32, n < 64) in a V chunk as stored (two boxes of 32
-// reflectors, swizzled as C's), and in its K-major form for phase 1's B (each reflector's
-// 32 rows in 128 bytes, the same swizzle with the roles swapped).
-__device__ __forceinline__ int v_at(int r, int n) { return (n >> 5) * kVBox + r * 128 + ((((n & 31) >> 2) ^ (r & 7)) << 4) + (n & 3) * 4; }
-__device__ __forceinline__ int vk_at(int r, int n) { return n * 128 + (((r >> 2) ^ (n & 7)) << 4) + (r & 3) * 4; }
-
-// The k order of phases 2 and 3 inside each 8-block: slot s < 4 is reflector 2 s, slot
-// 4 + s reflector 2 s + 1, so that a thread's A fragment is a pair of its accumulators
-// (phase 2) or float2 reads of V (phase 3).
-__device__ __forceinline__ int k_slot(int j) { return (j & ~7) + ((j & 1) ? 4 + ((j & 7) >> 1) : (j & 7) >> 1); }
-// Byte offset of B(k slot, n) in a B part: core matrices of 8 (n) x 4 (k), K-direction
-// cores 128 bytes apart, N-direction 2048 (wgmma_desc(.., 128, 2048), 256 bytes per k-step).
-__device__ __forceinline__ int b_at(int k, int n) { return (n >> 3) * 2048 + (k >> 2) * 128 + (n & 7) * 16 + (k & 3) * 4; }
-
-// Phase 1's rows of W^T (its m index) are the stripe's columns in this order: m = 16 w +
-// 8 a + 4 b + s is column 32 (w / 2) + 4 (4 b + 2 (w % 2) + a) + s, which puts a warp's
-// four rows of C (t) and eight columns (g) of one A register in 32 distinct banks.
-__device__ __forceinline__ int w_col(int m) {
-  const int w = m >> 4, a = (m >> 3) & 1, b = (m >> 2) & 1, s = m & 3;
-  return 32 * (w >> 1) + 4 * (4 * b + 2 * (w & 1) + a) + s;
-}
-
-__device__ __forceinline__ void split4(const float (&x)[4], std::uint32_t (&big)[4], std::uint32_t (&small)[4]) {
-#pragma unroll
-  for (int i = 0; i < 4; ++i) split_tf32(x[i], big[i], small[i]);
-}
-
-// d += A B over K = 64 (eight k-steps, 3xTF32) with B in a B part pair at sB (big, then
-// small; b_at's layout), issued and waited for.
-__device__ __forceinline__ void product_k64(float (&d)[32], std::uint32_t (&ab)[8][4], std::uint32_t (&as)[8][4],
-                                            const unsigned char* sB) {
-  wgmma_pin(ab);
-  wgmma_pin(as);
-  wgmma_pin(d);
-  wgmma_fence();
-#pragma unroll
-  for (int kb = 0; kb < 8; ++kb) {
-    const std::uint64_t bb = wgmma_desc(sB + 256 * kb, 128, 2048), bs = wgmma_desc(sB + kBPart + 256 * kb, 128, 2048);
-    wgmma_m64n64k8_tf32(d, as[kb], bb);  // small products first, as mma_3xtf32
-    wgmma_m64n64k8_tf32(d, ab[kb], bs);
-    wgmma_m64n64k8_tf32(d, ab[kb], bb);
-  }
-  wgmma_commit();
-  wgmma_wait_all(d);
-}
-
-#endif  // BATCHQR_HAVE_WGMMA
 
 // One CTA per SM, looping over the (matrix, stripe) items: while phase 3 of an item runs,
 // the next item's stripe comes in by TMA, each 32-row chunk as soon as phase 3 has taken
@@ -201,27 +143,10 @@ __global__ void __launch_bounds__(NT, 1) larfb_stripe64_kernel(const LarfbOperan
       const unsigned char* vb = sV + slot * kVChunk;
       mbarrier_wait(cbar + c, cpar);
       mbarrier_wait(vbar + slot, (vuse / kSlots) & 1);
-      // V's chunk K-major (each reflector's 32 rows in one 128-byte row) and split: big
-      // (its top 19 bits, what the tensor cores read of it) and small. Thread tw moves row
-      // tw % 32's reflectors 4 q .. 4 q + 3, q = tw / 32 + 4 j: its float4 reads and each
-      // warp's stores of one reflector fall in distinct banks.
-      {
-        const int r = tw & 31;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int n0 = 4 * ((tw >> 5) + 4 * j);
-          const float4 x = *reinterpret_cast<const float4*>(vb + v_at(r, n0));
-          const float xs[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float big = __uint_as_float(__float_as_uint(xs[e]) & 0xffffe000u);
-            const int at = vk_at(r, n0 + e);
-            *reinterpret_cast<float*>(sK + at) = big;
-            *reinterpret_cast<float*>(sK + kVChunk + at) = xs[e] - big;
-          }
-        }
-      }
+      v_chunk_k_major(vb, sK, tw);
       std::uint32_t ab[4][4], as[4][4];
+      // (stripe64_tiles.cuh's c_chunk_fragments, written out: ptxas schedules the kernel
+      // differently through the helper.)
       const unsigned char* cc = sC + c * kCChunk;
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) {
@@ -237,16 +162,7 @@ __global__ void __launch_bounds__(NT, 1) larfb_stripe64_kernel(const LarfbOperan
       fence_proxy_async_shared();  // the K-major V is read by wgmma
       warpgroup_barrier(wg);          // ... and the slot is read: it takes chunk i + kSlots
       if (lead && i + kSlots < n1) issue_v1(i + kSlots, item, vuse + kSlots);
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        const std::uint64_t bb = wgmma_desc_sw128(sK + 32 * ks), bs = wgmma_desc_sw128(sK + kVChunk + 32 * ks);
-        wgmma_m64n64k8_tf32(d, as[ks], bb);  // small products first, as mma_3xtf32
-        wgmma_m64n64k8_tf32(d, ab[ks], bs);
-        wgmma_m64n64k8_tf32(d, ab[ks], bb);
-      }
-      wgmma_commit();
-      wgmma_wait_all(d);
+      product_chunk(d, ab, as, sK);
       warpgroup_barrier(wg);  // every warp's products are done: sK is free
     }
 
