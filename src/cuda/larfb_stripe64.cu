@@ -145,8 +145,6 @@ __global__ void __launch_bounds__(NT, 1) larfb_stripe64_kernel(const LarfbOperan
       mbarrier_wait(vbar + slot, (vuse / kSlots) & 1);
       v_chunk_k_major(vb, sK, tw);
       std::uint32_t ab[4][4], as[4][4];
-      // (stripe64_tiles.cuh's c_chunk_fragments, written out: ptxas schedules the kernel
-      // differently through the helper.)
       const unsigned char* cc = sC + c * kCChunk;
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) {

@@ -75,8 +75,9 @@ __device__ __forceinline__ void product_k64(float (&d)[32], std::uint32_t (&ab)[
   wgmma_wait_all(d);
 }
 
-// Phase 1 (W^T += C^T V) on one 32-row chunk, by one warpgroup, in three steps that its
-// caller separates with its barriers and loads:
+// Phase 1 (W^T += C^T V) on one 32-row chunk, by one warpgroup: between these two steps its
+// caller loads the thread's A values of C^T (rows t, t + 4 of each 8-row k-step, columns
+// w_col(16 wr + g) and that + 4) and meets its barriers.
 // 1. V's chunk as stored (at vb) into K-major form at sK, big (its top 19 bits, what the
 //    tensor cores read of it) then small at sK + kVChunk. Thread tw (of 128) moves row
 //    tw % 32's reflectors 4 q .. 4 q + 3, q = tw / 32 + 4 j: its float4 reads and each
@@ -97,21 +98,7 @@ __device__ __forceinline__ void v_chunk_k_major(const unsigned char* vb, unsigne
     }
   }
 }
-// 2. The thread's A values of C^T from the chunk at cc, split: rows t, t + 4 of each 8-row
-//    k-step, columns col_a and col_a + 4 (col_a = w_col(16 wr + g)).
-__device__ __forceinline__ void c_chunk_fragments(const unsigned char* cc, int col_a, int t, std::uint32_t (&ab)[4][4],
-                                                  std::uint32_t (&as)[4][4]) {
-#pragma unroll
-  for (int ks = 0; ks < 4; ++ks) {
-    const int r = 8 * ks + t;
-    const float x[4] = {*reinterpret_cast<const float*>(cc + c_at(r, col_a)),
-                        *reinterpret_cast<const float*>(cc + c_at(r, col_a + 4)),
-                        *reinterpret_cast<const float*>(cc + c_at(r + 4, col_a)),
-                        *reinterpret_cast<const float*>(cc + c_at(r + 4, col_a + 4))};
-    split4(x, ab[ks], as[ks]);
-  }
-}
-// 3. d += A B over the chunk's 32 rows (four k-steps, 3xTF32), B the K-major V at sK; issued
+// 2. d += A B over the chunk's 32 rows (four k-steps, 3xTF32), B the K-major V at sK; issued
 //    and waited for (after the caller's fence_proxy_async_shared for sK).
 __device__ __forceinline__ void product_chunk(float (&d)[32], std::uint32_t (&ab)[4][4], std::uint32_t (&as)[4][4],
                                               const unsigned char* sK) {
