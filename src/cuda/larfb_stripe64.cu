@@ -16,7 +16,7 @@
 namespace batchqr::cuda {
 namespace {
 
-using namespace stripe64;  // the tiles and products shared with larfb_w64 (stripe64_tiles.cuh)
+using namespace stripe64;  // the tiles and products (stripe64_tiles.cuh)
 constexpr int TN = kTN;     // columns of C per CTA
 constexpr int K = kK;       // reflectors
 constexpr int NT = 256;     // two warpgroups

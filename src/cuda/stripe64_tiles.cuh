@@ -1,9 +1,10 @@
-// Internal: the shared-memory tiles and products of the 64-reflector wgmma kernels
-// (larfb_stripe64.cu, larfb_w64.cu). C and V arrive by TMA in 32-row chunks of two 32 x 32
-// boxes in the 128-byte swizzle; TF32 wgmma reads only K-major operands from shared memory
-// and phase 1's K is the rows, so each V chunk is transposed into K-major form, split into
-// big and small; T (and -W2) are B operands of K = 64 in a split pair; phase 1's rows of
-// W^T are the stripe's columns in a bank-conflict-free order (w_col).
+// Internal: the shared-memory tiles and products of larfb_stripe64's 64-reflector wgmma
+// steps, apart from the kernel so that other kernels over the same tiles can share them.
+// C and V arrive by TMA in 32-row chunks of two 32 x 32 boxes in the 128-byte swizzle; TF32
+// wgmma reads only K-major operands from shared memory and phase 1's K is the rows, so each
+// V chunk is transposed into K-major form, split into big and small; T (and -W2) are B
+// operands of K = 64 in a split pair; phase 1's rows of W^T are the stripe's columns in a
+// bank-conflict-free order (w_col).
 #pragma once
 
 #include <cstdint>
