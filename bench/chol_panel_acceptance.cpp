@@ -28,6 +28,8 @@ extern "C" {
 void sgeqrf_(const int* m, const int* n, float* a, const int* lda, float* tau, float* work, const int* lwork, int* info);
 void sormqr_(const char* side, const char* trans, const int* m, const int* n, const int* k, const float* a,
              const int* lda, const float* tau, float* c, const int* ldc, float* work, const int* lwork, int* info);
+void dpotrf_(const char* uplo, const int* n, double* a, const int* lda, int* info);
+void dtrtri_(const char* uplo, const char* diag, const int* n, double* a, const int* lda, int* info);
 }
 
 namespace {
@@ -56,35 +58,21 @@ bool accepts(const float* a, int lda, int m, int w, bool equilibrate, double* ka
     for (int i = 0; i < w; ++i)
       for (int j = i; j < w; ++j) g[i * w + j] *= d[i] * d[j];
   }
-  // R (upper, row-major) with G = R^T R.
-  std::vector<double> r(static_cast<std::size_t>(w) * w, 0.0);
-  double fr = 0;
-  for (int k = 0; k < w; ++k) {
-    double d = g[k * w + k];
-    for (int p = 0; p < k; ++p) d -= r[p * w + k] * r[p * w + k];
-    if (!(d > 0)) return false;
-    const double rkk = std::sqrt(d);
-    r[k * w + k] = rkk;
-    if (!(rkk >= 0x1p-100)) return false;
-    for (int j = k + 1; j < w; ++j) {
-      double s = g[k * w + j];
-      for (int p = 0; p < k; ++p) s -= r[p * w + k] * r[p * w + j];
-      r[k * w + j] = s / rkk;
-    }
+  // G's upper triangle row-major is its lower one column-major: LAPACK's G = L L^T, L = R^T.
+  // dpotrf fails (info > 0) at the first pivot that is not positive, as the kernel's check.
+  int info = 0;
+  dpotrf_("L", &w, g.data(), &w, &info);
+  if (info != 0) return false;
+  double fr = 0, fi = 0;
+  for (int j = 0; j < w; ++j) {
+    if (!(g[j + j * w] >= 0x1p-100)) return false;
+    for (int i = j; i < w; ++i) fr += g[i + j * w] * g[i + j * w];
   }
-  for (double x : r) fr += x * x;
   if (!(std::sqrt(fr) <= static_cast<double>(FLT_MAX))) return false;
-  // ||R^-1||_F by back substitution, column by column.
-  double fi = 0;
-  std::vector<double> x(w);
-  for (int c = 0; c < w; ++c) {
-    for (int i = w - 1; i >= 0; --i) {
-      double s = i == c ? 1.0 : 0.0;
-      for (int j = i + 1; j < w; ++j) s -= r[i * w + j] * x[j];
-      x[i] = s / r[i * w + i];
-    }
-    for (int i = 0; i < w; ++i) fi += x[i] * x[i];
-  }
+  dtrtri_("L", "N", &w, g.data(), &w, &info);  // L^-1 = R^-T: ||R^-1||_F
+  if (info != 0) return false;
+  for (int j = 0; j < w; ++j)
+    for (int i = j; i < w; ++i) fi += g[i + j * w] * g[i + j * w];
   if (kappa) *kappa = std::sqrt(fr * fi);
   return std::sqrt(fr * fi) <= kMaxKappa;
 }

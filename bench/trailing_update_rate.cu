@@ -12,12 +12,12 @@
 //           in the GEMM's FP32 accumulators, C read and written once
 //   bound   hybrid with W^T = C^T V as one plain TF32 GEMM: not FP32-grade (its error shows
 //           it), the time a two-launch form with a tensor-core W could reach at best
-// and the pieces alone: each SGEMM, the two splits, the stacked update, and W^T = C^T V as one
-// plain TF32 GEMM (not FP32-grade: only the time a tensor-core W could take at best).
+// and the pieces alone: each SGEMM, the two splits, the stacked update, the plain TF32 W.
 // V is unit lower trapezoidal with N(0, 1 / rows) entries below the diagonal and T its larft
 // factor (tau_i = 2 / |v_i|^2, formed on the host in FP64), so Q = I - V T V^T is orthogonal
-// and repeated updates stay bounded. C is uniform in [-1, 1]. Error: max over the matrices of
-// |C - C_ref|_F / |C_0|_F, in units of FP32's epsilon (2^-24). Not part of the library.
+// and repeated updates stay bounded. C is the contract's dense distribution (the library's
+// generator). Error: max over the matrices of |C - C_ref|_F / |C_0|_F, in units of FP32's
+// epsilon (2^-24). Not part of the library.
 //
 //   trailing_update_rate [--reps R] [--rounds K] [n jb batch]...   (default: a built-in list)
 #include <cublas_v2.h>
@@ -34,6 +34,8 @@
 #include <thread>
 #include <vector>
 
+#include "batchqr/batchqr.hpp"
+#include "batchqr/check/generate.hpp"
 #include "cuda/device_info.hpp"
 #include "cuda/larfb_gemm.hpp"
 #include "cuda/larfb_stripe.hpp"
@@ -71,18 +73,6 @@ T* dev_alloc(std::size_t count) {
 }
 
 __device__ __forceinline__ float tf32_big(float x) { return __uint_as_float(tf32_round_bits(__float_as_uint(x))); }
-
-// Uniform [-1, 1) from a hash of the index: the same C for every form.
-__global__ void fill_uniform(float* a, std::int64_t count, std::uint64_t seed) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    std::uint64_t z = seed + 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(i + 1);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    a[i] = static_cast<float>(static_cast<double>(z >> 11) * 0x1p-52 - 1.0);
-  }
-}
 
 // V^T (jb x rows, ld jb) -> Vt3 (3 jb x rows, ld 3 jb): [Vs; Vb; Vb] per matrix.
 __global__ void split_vt3(const float* vt, int jb, int rows, float* vt3, std::int64_t batch) {
@@ -232,8 +222,17 @@ void run_case(const Case& cs, const DeviceInfo& dev, cublasHandle_t h, cudaStrea
   float* w3 = dev_alloc<float>(static_cast<std::size_t>(3 * w_per * batch));
   CK(cudaMemcpy(d_vt, vt.data(), vt.size() * sizeof(float), cudaMemcpyHostToDevice));
   CK(cudaMemcpy(d_t, t.data(), t.size() * sizeof(float), cudaMemcpyHostToDevice));
-  fill_uniform<<<grid_for(mat * batch), 256, 0, stream>>>(a0, mat * batch, 0x1234ull + n);
-  CK(cudaGetLastError());
+  {  // C_0: the contract's dense matrices, by the library's generator
+    check::GenSpec g;
+    g.m = n;
+    g.n = n;
+    g.batch = batch;
+    g.dist = check::Distribution::dense;
+    g.seed = 0x1234ull + static_cast<std::uint64_t>(n);
+    std::vector<float> h(static_cast<std::size_t>(mat * batch));
+    check::generate(g, make_geqrf_desc(n, n, batch, Layout::row_major), h.data());
+    CK(cudaMemcpy(a0, h.data(), h.size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
 
   // FP64 reference of one update of C_0.
   const std::int64_t c_per = static_cast<std::int64_t>(rows) * ncols;
