@@ -29,8 +29,9 @@
 // orthogonality over the batch (gate: 20 and 100), and how many matrices fail or go non-finite.
 // Not part of the library.
 //
-//   split_precision_study [--nb NB] [--acc tc|rn|both] [--seed S] [m n batch dist cond]...
+//   split_precision_study [--nb NB] [--acc tc|rn|both] [--only A[,A...]] [--seed S] [m n batch dist cond]...
 //                         (default: a built-in list of the suite's cases at smaller batches)
+// --only: these arithmetics (names as printed) and no others.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -321,18 +322,20 @@ int main(int argc, char** argv) {
   };
   int nb = 32;
   std::uint64_t seed = 20261205;
-  std::string acc = "both";
+  std::string acc = "both", only;
   std::vector<std::string> rest;
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
     if (s == "--nb" && i + 1 < argc) nb = std::atoi(argv[++i]);
     else if (s == "--acc" && i + 1 < argc) acc = argv[++i];
     else if (s == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
+    else if (s == "--only" && i + 1 < argc) only = "," + std::string(argv[++i]) + ",";
     else rest.push_back(s);
   }
   if (rest.size() % 5 != 0 || nb < 1 || (acc != "tc" && acc != "rn" && acc != "both")) {
     std::fprintf(stderr,
-                 "usage: split_precision_study [--nb NB] [--acc tc|rn|both] [--seed S] [m n batch dist cond]...\n");
+                 "usage: split_precision_study [--nb NB] [--acc tc|rn|both] [--only A[,A...]] [--seed S] "
+                 "[m n batch dist cond]...\n");
     return 2;
   }
   std::vector<Case> cases;
@@ -375,6 +378,7 @@ int main(int argc, char** argv) {
         const bool tc = mode == 0;
         if (ar.fmt == Format::fp32 && tc) continue;  // SGEMM only
         if ((tc && acc == "rn") || (!tc && acc == "tc")) continue;
+        if (!only.empty() && only.find("," + std::string(ar.name) + ",") == std::string::npos) continue;
         const Summary s = run(ar, tc, nb, a, c.m, c.n, c.batch);
         std::printf("%-30s %-14s %-3s %10.4g %10.4g %9.4g %5ld %5ld\n", label, ar.name, tc ? "tc" : "rn",
                     s.worst_factor, s.median_factor, s.worst_orth, s.failures, s.nonfinite);
