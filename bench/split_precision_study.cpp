@@ -19,6 +19,9 @@
 //              [2^14, 2^15)), undone exactly on the result
 //     /column  V scaled by 2^14 (|V| <= 1), C and W2 by a power of two per column of C (the
 //              column's largest entry to [2^14, 2^15)); as a kernel holding the column would
+//     /chunk   as larfb_stripe64's FP16 form (wip/stripe64-fp16): W = V^T C summed over 32-row
+//              chunks, each chunk's C scaled per column by that chunk's largest entry and its
+//              product added to W in FP32 (round to nearest); C -= V W2 as /column
 // Accumulation: "tc" emulates the tensor cores' FP32 accumulator (Fasi et al. 2021 for A100;
 // assumed here for the H200): products exact, summed exactly per k-chunk (8 for TF32, 16 for
 // FP16/BF16) with the accumulator, then truncated to FP32 (round toward zero); each of the
@@ -59,7 +62,7 @@ void sgemm_(const char* ta, const char* tb, const int* m, const int* n, const in
 namespace {
 
 enum class Format { fp32, tf32, bf16, fp16 };
-enum class Scaling { none, matrix, column };
+enum class Scaling { none, matrix, column, chunk };
 
 struct Arith {
   const char* name;
@@ -72,7 +75,7 @@ const Arith kAriths[] = {
     {"fp32", Format::fp32, 1, Scaling::none},           {"tf32x1", Format::tf32, 1, Scaling::none},
     {"tf32x3", Format::tf32, 3, Scaling::none},         {"bf16x3", Format::bf16, 3, Scaling::none},
     {"fp16x3/none", Format::fp16, 3, Scaling::none},    {"fp16x3/matrix", Format::fp16, 3, Scaling::matrix},
-    {"fp16x3/column", Format::fp16, 3, Scaling::column},
+    {"fp16x3/column", Format::fp16, 3, Scaling::column},       {"fp16x3/chunk", Format::fp16, 3, Scaling::chunk},
 };
 
 std::uint32_t bits(float x) {
@@ -114,12 +117,13 @@ float rz(double d) {
   return f;
 }
 
-// The power of two that takes max |x| to [2^14, 2^15) (1 for zero or non-finite maxima).
+// The power of two that takes max |x| to [2^14, 2^15) (1 for zero or non-finite maxima), at
+// most 2^126 (as the kernel's f16_scale, so that its inverse is a float).
 float fp16_scale(float maxabs) {
   if (!(maxabs > 0) || !std::isfinite(maxabs)) return 1.0f;
   int e = 0;
   std::frexp(maxabs, &e);  // maxabs in [2^(e-1), 2^e)
-  return std::ldexp(1.0f, 15 - e);
+  return std::ldexp(1.0f, std::min(15 - e, 126));
 }
 
 // A split operand: big and small parts of x * scale, column-major rows x cols (ld rows).
@@ -234,20 +238,40 @@ void trailing_update(const Arith& ar, bool tc, const float* v, int ldv, const fl
     return;
   }
   const bool fp16 = ar.fmt == Format::fp16;
+  const bool by_col = ar.scaling == Scaling::column || ar.scaling == Scaling::chunk;
+  if (fp16 && ar.scaling == Scaling::chunk) {
+    // W = sum over 32-row chunks of V_q^T C_q, each with its own column scales.
+    std::fill(w.begin(), w.end(), 0.0f);
+    std::vector<float> wq(w.size());
+    for (int r0 = 0; r0 < rows; r0 += 32) {
+      const int rq = std::min(32, rows - r0);
+      const std::vector<float> svq(jb, 0x1p14f);
+      std::vector<float> scq = col_max(c + r0, ldc, rq, nc);
+      for (float& x : scq) x = fp16_scale(x);
+      const Split vq = split(ar, v + r0, ldv, rq, jb, svq), cq = split(ar, c + r0, ldc, rq, nc, scq);
+      split_product(ar, tc, vq, cq, rq, jb, nc, wq.data());
+      for (int j = 0; j < nc; ++j)
+        for (int k = 0; k < jb; ++k) {
+          const std::size_t at = k + static_cast<std::size_t>(j) * jb;
+          w[at] = std::fma(wq[at], (1.0f / 0x1p14f) / scq[j], w[at]);
+        }
+    }
+  } else {
   // W = V^T C: both operands K-major over the rows.
-  const std::vector<float> sv = scales(ar, v, ldv, rows, jb, ar.scaling == Scaling::column ? 0x1p14f : 0.0f);
+  const std::vector<float> sv = scales(ar, v, ldv, rows, jb, by_col ? 0x1p14f : 0.0f);
   const std::vector<float> sc = scales(ar, c, ldc, rows, nc, 0.0f);
   const Split vs = split(ar, v, ldv, rows, jb, sv), cs = split(ar, c, ldc, rows, nc, sc);
   split_product(ar, tc, vs, cs, rows, jb, nc, w.data());
   if (fp16 && ar.scaling != Scaling::none)  // undo both scales (powers of two: exact)
     for (int j = 0; j < nc; ++j)
       for (int k = 0; k < jb; ++k) w[k + static_cast<std::size_t>(j) * jb] /= sv[k] * sc[j];
+  }
   sgemm_("T", "N", &jb, &nc, &jb, &one, t, &jb, w.data(), &jb, &zero, w2.data(), &jb, 1, 1);
   // P = V W2 = (V^T)^T W2: V^T (jb x rows) and W2 (jb x nc), K-major over the reflectors.
   std::vector<float> vt(static_cast<std::size_t>(jb) * rows);
   for (int k = 0; k < jb; ++k)
     for (int r = 0; r < rows; ++r) vt[k + static_cast<std::size_t>(r) * jb] = v[r + static_cast<std::size_t>(k) * ldv];
-  const std::vector<float> svt = scales(ar, vt.data(), jb, jb, rows, ar.scaling == Scaling::column ? 0x1p14f : 0.0f);
+  const std::vector<float> svt = scales(ar, vt.data(), jb, jb, rows, by_col ? 0x1p14f : 0.0f);
   const std::vector<float> sw = scales(ar, w2.data(), jb, jb, nc, 0.0f);
   const Split vts = split(ar, vt.data(), jb, jb, rows, svt), w2s = split(ar, w2.data(), jb, jb, nc, sw);
   std::vector<float> p(static_cast<std::size_t>(rows) * nc);
