@@ -1,5 +1,6 @@
 // Which operand splits keep blocked Householder QR inside the contract's gate? A CPU study
-// (no GPU): matrices of the contract's distributions (the library's generator, fresh seeds)
+// (no GPU): matrices of the contract's distributions (the library's generator, a seed of
+// their own, --seed)
 // are factored by right-looking blocked Householder QR in FP32 (LAPACK sgeqr2 on each panel
 // of nb columns, slarft for T), and every trailing update C := C - V (T^T (V^T C)) has its two
 // big products, W = V^T C and C -= V W2, done in an emulated tensor-core arithmetic; W2 = T^T W
@@ -23,7 +24,7 @@
 //              chunks, each chunk's C scaled per column by that chunk's largest entry and its
 //              product added to W in FP32 (round to nearest); C -= V W2 as /column
 // Accumulation: "tc" emulates the tensor cores' FP32 accumulator (Fasi et al. 2021 for A100;
-// assumed here for the H200): products exact, summed exactly per k-chunk (8 for TF32, 16 for
+// assumed here for the H200): products exact, summed in FP64 per k-chunk (8 for TF32, 16 for
 // FP16/BF16) with the accumulator, then truncated to FP32 (round toward zero); each of the
 // three products of a chunk added in turn, the small ones first. "rn" sums the stacked
 // products in one SGEMM (FP32, round to nearest). The product C -= V W2 starts from a zero
@@ -34,7 +35,8 @@
 //
 //   split_precision_study [--nb NB] [--acc tc|rn|both] [--only A[,A...]] [--seed S] [m n batch dist cond]...
 //                         (default: a built-in list of the suite's cases at smaller batches)
-// --only: these arithmetics (names as printed) and no others.
+// --only: these arithmetics (names as printed) and no others. Matrices are dealt out over
+// the host's threads, each calling BLAS: run with OPENBLAS_NUM_THREADS=1.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
