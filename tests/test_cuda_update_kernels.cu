@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -690,6 +691,8 @@ TEST_F(UpdateKernels, CholPanel) {
         for (int j = 0; j < d.n; ++j) {
           at(3, i, j) *= 1e-35f;     // R below 2^-100
           at(4, i, j) *= 1e30f;      // still on the Cholesky panel
+          // columns graded over 20 decades: on the Cholesky panel since its equilibration
+          at(5, i, j) *= std::pow(10.0f, -20.0f * static_cast<float>(j) / static_cast<float>(d.n - 1));
         }
       }
       PlanHints h32 = hints;

@@ -208,19 +208,37 @@ TEST(SmallFp64, CholeskyRejectsASingularGram) {
 
 // The Cholesky factorization and, one barrier behind it, the LU with signs of A_top - S R
 // (the Householder reconstruction of Q_top = A_top R^-1) by columns and by rows, with R^-T,
-// L^-1 and W^-1 alongside: six warps, as the kernel runs them.
+// L^-1 and W^-1 alongside: six warps, as the kernel runs them, on the column-equilibrated
+// panel A E^-1 as geqr2_chol gives it (G and A_top scaled by equilibration_scale). Columns
+// graded over 12 and 30 decades too: without the equilibration kappa_F(R) would be ~1e12 and
+// ~1e30, and the kernel would leave such panels to the Householder panel.
 TEST(SmallFp64, ReconstructionLuOnCholesky) {
-  for (double decades : {0.0, 1.0, 3.0}) {
+  constexpr double kMaxKappa = 3.0e3;  // geqr2_chol.hpp's kCholMaxKappa
+  for (double decades : {0.0, 1.0, 3.0, 12.0, 30.0}) {
     const std::uint64_t seed = fresh_seed();
     const int m = 250;
     const auto a = random_panel(m, seed, decades);
     Smem s;
-    double* R = s.mat(0);  // G (upper triangle), then R
+    double* R = s.mat(0);  // G (upper triangle), then R' = R E^-1
     double* RIT = s.mat(1);
-    double* LU = s.mat(2);  // L and W packed
+    double* LU = s.mat(2);  // L and W' packed
     double* LI = s.mat(3);
     double* WIT = s.mat(4);
     gram(a, m, R);
+    std::vector<double> esc(N), as(static_cast<std::size_t>(m) * N);  // 1 / e_j; A E^-1
+    for (int j = 0; j < N; ++j) esc[j] = sm::equilibration_scale(R[j * Ld + j]);
+    for (int i = 0; i < N; ++i)
+      for (int j = i; j < N; ++j) R[i * Ld + j] *= esc[i] * esc[j];
+    for (int r = 0; r < m; ++r)
+      for (int j = 0; j < N; ++j) as[r * N + j] = a[r * N + j] * esc[j];
+    for (int j = 0; j < N; ++j) {  // a power of two, within a factor 2 of 1 / |a_j|
+      double nj = 0.0;
+      for (int r = 0; r < m; ++r) nj += a[r * N + j] * a[r * N + j];
+      const double ratio = std::sqrt(nj) * esc[j];
+      EXPECT_TRUE(ratio >= 1.0 && ratio < 2.0) << ratio;
+      int e = 0;
+      EXPECT_EQ(std::frexp(esc[j], &e), 0.5);
+    }
     std::vector<double> rsq(N), sign(N), rdiag(N), fr(32), fi(32);
     std::vector<double> rowv(2 * N, std::nan("")), colv(2 * N, std::nan("")), wrow(2 * N, std::nan(""));
     std::vector<double> fv(2 * N, std::nan(""));
@@ -239,7 +257,7 @@ TEST(SmallFp64, ReconstructionLuOnCholesky) {
         sm::named_barrier(1, kCount);
       } else if (warp == 2) {
         sm::Col c;
-        for (int i = 0; i < N; ++i) c[i] = a[i * N + lane];
+        for (int i = 0; i < N; ++i) c[i] = as[i * N + lane];
         sm::named_barrier(1, kCount);
         sm::lu_on_cholesky(c, lane, R, rsq.data(), LU, sign.data(), rdiag.data(), colv.data(), wrow.data(), fv.data(), 1,
                            kCount);
@@ -251,12 +269,15 @@ TEST(SmallFp64, ReconstructionLuOnCholesky) {
         sm::lu_ui(lane, wrow.data(), rdiag.data(), WIT, 1, kCount);
       } else {
         sm::Col x;
-        for (int j = 0; j < N; ++j) x[j] = a[lane * N + j];
+        for (int j = 0; j < N; ++j) x[j] = as[lane * N + j];
         sm::named_barrier(1, kCount);
         sm::lu_rows(x, lane, colv.data(), fv.data(), 1, kCount);
       }
     });
     ASSERT_TRUE(ok) << "seed " << seed;
+    double sfr = 0.0, sfi = 0.0;
+    for (int l = 0; l < 32; ++l) sfr += fr[l], sfi += fi[l];
+    EXPECT_LE(std::sqrt(sfr * sfi), kMaxKappa) << "seed " << seed << ", decades " << decades;
     auto r_at = [&](int i, int j) { return i <= j ? R[i * Ld + j] : 0.0; };
     auto l_at = [&](int i, int j) { return i > j ? LU[i * Ld + j] : (i == j ? 1.0 : 0.0); };
     auto w_at = [&](int i, int j) { return i <= j ? LU[i * Ld + j] : 0.0; };
@@ -267,7 +288,7 @@ TEST(SmallFp64, ReconstructionLuOnCholesky) {
       for (int j = 0; j < N; ++j) {
         double x = 0.0, y = 0.0;
         for (int k = 0; k < N; ++k) {
-          x += a[i * N + k] * rinv(k, j);
+          x += as[i * N + k] * rinv(k, j);
           y += w_at(i, k) * rinv(k, j);
         }
         q[i * N + j] = x;
@@ -275,7 +296,7 @@ TEST(SmallFp64, ReconstructionLuOnCholesky) {
       }
     double e_lw = 0.0, e_lu = 0.0, e_li = 0.0, e_wi = 0.0, scale = 0.0;
     for (int i = 0; i < N; ++i)
-      for (int j = 0; j < N; ++j) scale = std::max(scale, std::abs(a[i * N + j]));
+      for (int j = 0; j < N; ++j) scale = std::max(scale, std::abs(as[i * N + j]));
     for (int i = 0; i < N; ++i) {
       EXPECT_EQ(std::abs(sign[i]), 1.0);
       EXPECT_GE(std::abs(u[i * N + i]), 1.0 - 1e-9) << "seed " << seed;
@@ -288,7 +309,7 @@ TEST(SmallFp64, ReconstructionLuOnCholesky) {
           lli += l_at(i, k) * LI[k * Ld + j];
           wwi += w_at(i, k) * WIT[j * Ld + k];  // (W W^-1)(i, j)
         }
-        e_lw = std::max(e_lw, std::abs(lw - (a[i * N + j] - sign[i] * r_at(i, j))) / scale);
+        e_lw = std::max(e_lw, std::abs(lw - (as[i * N + j] - sign[i] * r_at(i, j))) / scale);
         e_lu = std::max(e_lu, std::abs(lu - (q[i * N + j] - (i == j ? sign[i] : 0.0))));
         e_li = std::max(e_li, std::abs(lli - (i == j ? 1.0 : 0.0)));
         e_wi = std::max(e_wi, std::abs(wwi - (i == j ? 1.0 : 0.0)));
@@ -299,9 +320,10 @@ TEST(SmallFp64, ReconstructionLuOnCholesky) {
     EXPECT_LT(e_li, 1e-12) << "seed " << seed << ", decades " << decades;
     EXPECT_LT(e_wi, 1e-12) << "seed " << seed << ", decades " << decades;
 
-    // What geqr2_chol makes of them: V = [L; A_bot M] with M = W^-1, T = -(U S) L^-T and
-    // the R of geqr2, S R. The reflectors' Q = I - V T V^T must be orthogonal and Q^T A =
-    // [S R; 0] (LAPACK's geqr2 output, up to rounding).
+    // What geqr2_chol makes of them: V = [L; A_bot M] with M = W^-1 = E^-1 W'^-1, T = -(U S)
+    // L^-T (U = W' R'^-1 = W R^-1) and the R of geqr2, S R = S R' E. The reflectors' Q = I -
+    // V T V^T must be orthogonal and Q^T A = [S R; 0] (LAPACK's geqr2 output, up to rounding),
+    // each column to within rounding of its own norm.
     std::vector<double> v(static_cast<std::size_t>(m) * N), t(N * N, 0.0);
     for (int r = 0; r < m; ++r)
       for (int j = 0; j < N; ++j) {
@@ -310,7 +332,7 @@ TEST(SmallFp64, ReconstructionLuOnCholesky) {
           continue;
         }
         double x = 0.0;
-        for (int k = 0; k <= j; ++k) x += a[r * N + k] * WIT[j * Ld + k];  // (A M)(r, j), M(k, j) = W^-T(j, k)
+        for (int k = 0; k <= j; ++k) x += a[r * N + k] * (esc[k] * WIT[j * Ld + k]);  // (A M)(r, j), M(k, j) = W'^-T(j, k) / e_k
         v[r * N + j] = x;
       }
     for (int i = 0; i < N; ++i)
@@ -327,6 +349,10 @@ TEST(SmallFp64, ReconstructionLuOnCholesky) {
     for (int i = 0; i < N; ++i)
       for (int j = 0; j < N; ++j)
         for (int k = 0; k < N; ++k) c[i * N + j] += t[k * N + i] * vta[k * N + j];
+    std::vector<double> colnorm(N, 0.0);
+    for (int r = 0; r < m; ++r)
+      for (int j = 0; j < N; ++j) colnorm[j] += a[r * N + j] * a[r * N + j];
+    for (double& x : colnorm) x = std::sqrt(x);
     double e_r = 0.0, e_orth = 0.0;
     for (int r = 0; r < m; ++r)
       for (int j = 0; j < N; ++j) {
@@ -337,8 +363,8 @@ TEST(SmallFp64, ReconstructionLuOnCholesky) {
           for (int p = 0; p < N; ++p) tv += t[k * N + p] * v[j * N + p];
           qe -= v[r * N + k] * tv;
         }
-        const double want = r < N && r <= j ? sign[r] * r_at(r, j) : 0.0;
-        e_r = std::max(e_r, std::abs(qta - want) / scale);
+        const double want = r < N && r <= j ? sign[r] * r_at(r, j) / esc[j] : 0.0;
+        e_r = std::max(e_r, std::abs(qta - want) / colnorm[j]);
         q1[r * N + j] = qe;
       }
     for (int i = 0; i < N; ++i)

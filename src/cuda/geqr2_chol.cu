@@ -5,7 +5,9 @@
 //   1. G = A^T A: each CTA's rows on the FP64 tensor cores (mma m8n8k4), its warps summed
 //      in a fixed tree; the CTAs' sums added through distributed shared memory in rank
 //      order, so that every CTA holds the same bits of G (the only cluster barrier).
-//   2. In every CTA (the same arithmetic everywhere, so the same decision): G = R^T R
+//   2. In every CTA (the same arithmetic everywhere, so the same decision): G scaled to
+//      E^-1 G E^-1 (E: powers of two near the columns' norms, so the steps below run on
+//      A E^-1, exactly; the primes of the code's comments), G = R^T R
 //      (Cholesky; R^-1 alongside on a second warp) and, one step behind it, the
 //      Householder reconstruction (LAPACK orhr_col) of Q_top = A(0:32, :) R^-1: Q_top - S
 //      = L U without pivoting, S = diag(+-1) chosen so that |U(k, k)| >= 1, factored as
@@ -14,7 +16,7 @@
 //      with U = W R^-1 (larft's T of V, on the tensor cores), tau = diag(T), and the R of
 //      geqr2 is S R.
 //      The matrix is left to the Householder panel (flagged, nothing written) unless
-//      every pivot is positive, kappa_F(R) <= kCholMaxKappa, S R is normal in FP32 and
+//      every pivot is positive, kappa_F(R E^-1) <= kCholMaxKappa, S R is normal in FP32 and
 //      every result is finite.
 //   3. Every CTA forms its rows of V as A M (FP64 tensor cores) and
 //      writes them, in place and as V^T; rank 0 also writes the top 32 rows (L below the
@@ -86,13 +88,16 @@ struct CholSmem {
   double* fv;    // [2][32]: a step's multipliers W(k, j) / W(k, k) (lu_on_cholesky)
   double* sign;  // [32]: S
   double* rsq;   // [32]: cholesky_r's 1 / sqrt(pivot) per step
-  double* rdiag; // [32]: 1 / W(k, k)
-  double* norms; // [2]: ||R||_F^2, ||R^-1||_F^2
+  double* rdiag; // [32]: 1 / W(k, k), then [32] 1 / e_j (escale(): no pointer of its own,
+                 // which would be one more register live through the factorizations)
+  double* norms; // [3]: ||R'||_F^2, ||R'^-1||_F^2, ||A||_F^2
+  // The columns' equilibration, 1 / e_j (small::equilibration_scale).
+  __device__ __forceinline__ double* escale() const { return rdiag + 32; }
   int* ok;
 };
 
 constexpr int kSmallMatrices = 8;
-constexpr int kTailDoubles = 4 * 64 + 32 + 32 + 32 + 2;  // vec, urow, lcol, fv, sign, rsq, rdiag, norms (then the int ok)
+constexpr int kTailDoubles = 4 * 64 + 4 * 32 + 3;  // vec, urow, lcol, fv, sign, rsq, rdiag, escale, norms (then the int ok)
 static_assert(4 * kTiles * 64 <= 3 * kSmallDoubles, "red fits in three small matrices (li, u and t; one CTA: rit, q and li)");
 
 // The step vectors, S, the per-step scalars, the norms and the flag, from x on (kTailDoubles
@@ -105,8 +110,8 @@ __device__ __forceinline__ void carve_tail(CholSmem& s, double* x) {
   s.sign = s.fv + 64;
   s.rsq = s.sign + 32;
   s.rdiag = s.rsq + 32;
-  s.norms = s.rdiag + 32;
-  s.ok = reinterpret_cast<int*>(s.norms + 2);
+  s.norms = s.rdiag + 64;  // after escale()
+  s.ok = reinterpret_cast<int*>(s.norms + 3);
 }
 
 __device__ __forceinline__ CholSmem carve(unsigned char* raw, int rc) {
@@ -365,6 +370,37 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
   }
   __syncthreads();
 
+  // --- 1b. column equilibration: G := E^-1 G E^-1 ----------------------------------------
+  // e_j, a power of two near column j's norm, so the factorizations below run on A E^-1,
+  // whose columns are of one scale: R' = R E^-1, W' = W E^-1, and Q, V, T are A E^-1's,
+  // which are A's. A panel whose columns differ in scale by more than kCholMaxKappa is then
+  // judged by its conditioning, not by its scaling. Exact: E holds powers of two.
+  // S R = S R' E normal in FP32 follows from ||A||_F <= FLT_MAX (||R||_F = ||A||_F bounds
+  // every entry), every column's norm >= 2^-100 and kappa_F(R') <= kCholMaxKappa (then
+  // R(j, j) = R'(j, j) e_j >= |a_j| / (2 kCholMaxKappa) > 2^-113); norms[2] is -1 where not.
+  if (warp == 0) {
+    const double gjj = s.r[lane * kSmallLd + lane];
+    s.escale()[lane] = small::equilibration_scale(gjj);
+    const double tr = warp_allreduce_sum(gjj);  // ||A||_F^2
+    const bool big = __all_sync(0xffffffffu, gjj >= 0x1p-200);
+    if (lane == 0) s.norms[2] = big && sqrt(tr) <= static_cast<double>(FLT_MAX) ? tr : -1.0;
+  }
+  __syncthreads();
+  // A_top := A_top E^-1 in place for the LU (the V pass reads only the rows below it). In the
+  // one-CTA form's FP32 copy a product below FLT_MIN rounds, by at most 2^-149 of its column's
+  // norm: far below FP32's rounding of the panel itself.
+  for (int idx = tid; idx < 32 * 32; idx += kCholThreads) {
+    const int i = idx >> 5, j = idx & 31;
+    if (i <= j) s.r[i * kSmallLd + j] *= s.escale()[i] * s.escale()[j];
+    if constexpr (kCluster) {
+      s.top[top_at(i, j)] *= s.escale()[j];
+    } else {
+      float& x = s.af[i * 32 + (j ^ chol_swizzle(i))];
+      x = static_cast<float>(static_cast<double>(x) * s.escale()[j]);
+    }
+  }
+  __syncthreads();
+
   // --- 2. R, the reconstruction, the checks ---------------------------------------------
   // The factorizations (small_fp64.cuh) on warps of their own, the LU one barrier behind
   // the Cholesky factorization: warp 0 R, 1 R^-T, 2 the LU by columns, 7 the same LU by
@@ -381,7 +417,7 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
     const bool ok = small::cholesky_r(c, lane, s.r, s.rsq, s.vec, fr, 0, kCholThreads);
     barrier();  // the LU's last step
     fr = warp_allreduce_sum(fr);
-    // S R normal in FP32 (||R||_F bounds every entry), its diagonal not tiny.
+    // R' finite, its diagonal inside recip's range (the LU's pivots take 1 / R'(k, k)).
     const bool rep = sqrt(fr) <= static_cast<double>(FLT_MAX) && s.r[lane * kSmallLd + lane] >= 0x1p-100;
     const bool all = __all_sync(0xffffffffu, ok && rep);
     if (lane == 0) {
@@ -395,13 +431,13 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
     fi = warp_allreduce_sum(fi);
     if (lane == 0) s.norms[1] = fi;
   } else if (warp == 2) {
-    Col c;  // column `lane` of A_top (read before W^-T takes top's place)
+    Col c;  // column `lane` of A_top E^-1 (read before W^-T takes top's place)
 #pragma unroll
     for (int i = 0; i < small::kN; ++i) c[i] = kCluster ? s.top[top_at(i, lane)] : pa(i, lane);
     barrier();  // R's row 0
     small::lu_on_cholesky(c, lane, s.r, s.rsq, s.q, s.sign, s.rdiag, s.lcol, s.urow, s.fv, 0, kCholThreads);
   } else if (warp == 7) {
-    Col x;  // row `lane` of A_top
+    Col x;  // row `lane` of A_top E^-1
 #pragma unroll
     for (int j = 0; j < small::kN; ++j) x[j] = kCluster ? s.top[top_at(lane, j)] : pa(lane, j);
     barrier();
@@ -417,8 +453,12 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
     for (int k = 0; k <= small::kN; ++k) barrier();
   }
   __syncthreads();
-  // kappa_F(R) = ||R||_F ||R^-1||_F (false for NaN).
-  if (tid == 0 && !(sqrt(s.norms[0] * s.norms[1]) <= kCholMaxKappa)) s.ok[0] = 0;
+  // kappa_F(R') = ||R'||_F ||R'^-1||_F, and the scale checks above (false for NaN). (Written
+  // as warp 0's, not thread 0's: the one-CTA form's factorization loops then keep their
+  // registers; ptxas spilled in lu_on_cholesky's steps with the other spelling.)
+  if (warp == 0) {
+    if (lane == 0 && !(sqrt(s.norms[0] * s.norms[1]) <= kCholMaxKappa && s.norms[2] >= 0.0)) s.ok[0] = 0;
+  }
   // U = W R^-1 (R^-1(k, j) = R^-T(j, k)), then T = -(U S) L^-T (one CTA: U into R^-T's
   // place, T into L^-1's). M = W^-1 is lu_ui's.
   small_product([&](int i, int k) { return k >= i ? s.q[i * kSmallLd + k] : 0.0; },
@@ -434,6 +474,9 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
       return;
     }
   }
+  // W^-T := (E^-1 W'^-1)^T: M = W^-1 for A's columns, not A E^-1's.
+  for (int idx = tid; idx < 32 * 32; idx += kCholThreads) s.uit[(idx >> 5) * kSmallLd + (idx & 31)] *= s.escale()[idx & 31];
+  __syncthreads();
   if (rank == 0) {
     if (tid == 0) args.flag[mat] = 0;
     if (p.t_out != nullptr)
@@ -449,7 +492,7 @@ __global__ void __launch_bounds__(kCholThreads, kCluster ? 1 : 2) geqr2_chol_ker
     for (int idx = tid; idx < 32 * 32; idx += kCholThreads) {
       const int i = L == Layout::row_major ? idx >> 5 : idx & 31;
       const int j = L == Layout::row_major ? idx & 31 : idx >> 5;
-      const double x = i > j ? s.q[i * kSmallLd + j] : s.sign[i] * s.r[i * kSmallLd + j];
+      const double x = i > j ? s.q[i * kSmallLd + j] : s.sign[i] * s.r[i * kSmallLd + j] / s.escale()[j];
       A(i, j) = static_cast<float>(x);
       if (vt != nullptr) vt[static_cast<std::int64_t>(i) * p.vt_ld + j] = i > j ? static_cast<float>(x) : (i == j ? 1.0f : 0.0f);
     }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cfloat>
+#include <math.h>
 #include <type_traits>
 
 #ifdef __CUDACC__
@@ -33,6 +34,16 @@ BATCHQR_SMALL_FN double recip(double x) {
   double r = static_cast<double>(__frcp_rn(static_cast<float>(x)));
   r = r * fma(-x, r, 2.0);
   return r * fma(-x, r, 2.0);
+}
+
+// The Cholesky QR panel's column equilibration: 1 / e_j, with e_j = 2^floor(log2 |a_j|) the
+// power of two at or below column j's norm |a_j| = sqrt(g_jj); 1 where g_jj is not positive
+// and finite. Scaling FP32 data (or its Gram matrix) by it is exact in FP64.
+BATCHQR_SMALL_FN double equilibration_scale(double gjj) {
+  if (!(gjj > 0.0 && gjj <= DBL_MAX)) return 1.0;
+  int e = 0;
+  frexp(sqrt(gjj), &e);  // |a_j| = f 2^e, f in [0.5, 1)
+  return ldexp(1.0, 1 - e);
 }
 
 #ifdef __CUDACC__
