@@ -5,10 +5,12 @@
 // CholeskyQR in FP64, then LAPACK's Householder reconstruction (orhr_col), so that the
 // output is geqr2's (V and R in place, tau) with larft's T and V^T.
 //
-// Each matrix checks itself before anything is written (Cholesky pivots positive, a bound
-// on the panel's condition number, every result finite); a matrix that fails is left
-// untouched and flagged, and the Householder panel then factors exactly those matrices
-// (Geqr2RegArgs::only_flagged).
+// The columns are first scaled by powers of two near their norms (exact; Q, V, T and tau are
+// unchanged), so that a panel is judged by its conditioning, not its columns' scales. Each
+// matrix checks itself before anything is written (Cholesky pivots positive, a bound on the
+// scaled panel's condition number, every column's norm at least 2^-100 and ||A||_F at most
+// FLT_MAX, every result finite); a matrix that fails is left untouched and flagged, and the
+// Householder panel then factors exactly those matrices (Geqr2RegArgs::only_flagged).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -28,7 +30,8 @@ inline constexpr int kCholThreads = 256;
 inline constexpr int kCholWidth = 32;          // panels of exactly this many columns
 inline constexpr int kCholMaxRowsPerCta = 512;
 inline constexpr int kCholMaxCluster = 16;     // Hopper's non-portable cluster size
-// kappa_F(R) = ||R||_F ||R^-1||_F bounds the panel's 2-norm condition number from above.
+// kappa_F(R') = ||R'||_F ||R'^-1||_F (R' of the equilibrated panel) bounds its 2-norm
+// condition number from above.
 // Up to this bound the FP64 Cholesky QR leaves ||Q^T Q - I|| below ~eps64 * kappa^2 = 1e-9,
 // far under FP32 rounding; past it the panel goes to the Householder kernel.
 inline constexpr double kCholMaxKappa = 3.0e3;
