@@ -21,8 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "batchqr/batchqr.hpp"
-#include "batchqr/check/generate.hpp"
+#include "study_cases.hpp"
 
 extern "C" {
 void sgeqrf_(const int* m, const int* n, float* a, const int* lda, float* tau, float* work, const int* lwork, int* info);
@@ -146,19 +145,12 @@ Tally study(float* a, int m, int n, int min_rows) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  struct Case {
-    int m, n, batch;
-    std::string dist;
-    double cond;
-  };
+  using batchqr::study::Case;
   std::vector<Case> cases;
-  if ((argc - 1) % 5 != 0) {
+  if (!batchqr::study::parse_cases(std::vector<std::string>(argv + 1, argv + argc), &cases)) {
     std::fprintf(stderr, "usage: chol_panel_acceptance [m n batch dist cond]...\n");
     return 2;
   }
-  for (int i = 1; i < argc; i += 5)
-    cases.push_back({std::atoi(argv[i]), std::atoi(argv[i + 1]), std::atoi(argv[i + 2]), argv[i + 3],
-                     std::atof(argv[i + 4])});
   if (cases.empty()) {
     for (const char* d : {"dense", "rankdef", "nearrank", "clustered", "band", "rowscale", "nearcollinear"}) {
       cases.push_back({512, 512, 16, d, 2});
@@ -180,19 +172,11 @@ int main(int argc, char** argv) {
               "ok64 eq", "mat flag32", "mat flag64", "P(f|f prev)", "P(f|ok prev)");
   std::printf("  (then: the rejected equilibrated 32-column panels by kappa_F(R'): < 1e4, < 1e5, < 1e6, larger, no R)\n");
   for (const Case& c : cases) {
-    batchqr::check::GenSpec g;
-    g.m = c.m;
-    g.n = c.n;
-    g.batch = c.batch;
-    g.cond = c.cond;
-    if (!batchqr::check::parse_distribution(c.dist, &g.dist)) {
-      std::fprintf(stderr, "unknown distribution %s\n", c.dist.c_str());
+    std::vector<float> a;
+    if (!batchqr::study::generate_case(c, 20261204, &a)) {
+      std::fprintf(stderr, "bad case %dx%dx%d %s\n", c.m, c.n, c.batch, c.dist.c_str());
       return 2;
     }
-    g.seed = 20261204;
-    const auto desc = batchqr::make_geqrf_desc(c.m, c.n, c.batch, batchqr::Layout::col_major);
-    std::vector<float> a(static_cast<std::size_t>(c.m) * c.n * c.batch);
-    batchqr::check::generate(g, desc, a.data());
     const int nt = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     std::vector<Tally> part(nt);
     std::vector<std::thread> pool;

@@ -48,9 +48,8 @@
 #include <thread>
 #include <vector>
 
-#include "batchqr/batchqr.hpp"
-#include "batchqr/check/generate.hpp"
 #include "batchqr/check/validate.hpp"
+#include "study_cases.hpp"
 
 extern "C" {
 void sgeqr2_(const int* m, const int* n, float* a, const int* lda, float* tau, float* work, int* info);
@@ -155,25 +154,18 @@ Split split(const Arith& ar, const float* x, int ld, int rows, int cols, const s
 void split_product(const Arith& ar, bool tc, const Split& a, const Split& b, int k, int p, int q, float* out) {
   if (!tc) {  // one SGEMM over the stacked K: [Ab As Ab]^T [Bb; Bb; Bs]
     const int kk = ar.terms * k;
-    std::vector<float> as(static_cast<std::size_t>(kk) * p), bs(static_cast<std::size_t>(kk) * q);
-    for (int j = 0; j < p; ++j)
-      for (int i = 0; i < k; ++i) {
-        const std::size_t src = i + static_cast<std::size_t>(j) * k;
-        as[i + static_cast<std::size_t>(j) * kk] = a.big[src];
-        if (ar.terms == 3) {
-          as[k + i + static_cast<std::size_t>(j) * kk] = a.small[src];
-          as[2 * k + i + static_cast<std::size_t>(j) * kk] = a.big[src];
-        }
-      }
-    for (int j = 0; j < q; ++j)
-      for (int i = 0; i < k; ++i) {
-        const std::size_t src = i + static_cast<std::size_t>(j) * k;
-        bs[i + static_cast<std::size_t>(j) * kk] = b.big[src];
-        if (ar.terms == 3) {
-          bs[k + i + static_cast<std::size_t>(j) * kk] = b.big[src];
-          bs[2 * k + i + static_cast<std::size_t>(j) * kk] = b.small[src];
-        }
-      }
+    // x's parts stacked along K (ld kk): the given parts in turn, as many as the terms.
+    auto stack = [&](int cols, const std::vector<float>* const (&parts)[3]) {
+      std::vector<float> out(static_cast<std::size_t>(kk) * cols);
+      for (int j = 0; j < cols; ++j)
+        for (int t = 0; t < ar.terms; ++t)
+          for (int i = 0; i < k; ++i)
+            out[t * k + i + static_cast<std::size_t>(j) * kk] = (*parts[t])[i + static_cast<std::size_t>(j) * k];
+      return out;
+    };
+    const std::vector<float>* const ap[3] = {&a.big, &a.small, &a.big};
+    const std::vector<float>* const bp[3] = {&b.big, &b.big, &b.small};
+    const std::vector<float> as = stack(p, ap), bs = stack(q, bp);
     const float one = 1.0f, zero = 0.0f;
     sgemm_("T", "N", &p, &q, &kk, &one, as.data(), &kk, bs.data(), &kk, &zero, out, &p, 1, 1);
     return;
@@ -341,11 +333,7 @@ Summary run(const Arith& ar, bool tc, int nb, const std::vector<float>& a0, int 
 }  // namespace
 
 int main(int argc, char** argv) {
-  struct Case {
-    int m, n, batch;
-    std::string dist;
-    double cond;
-  };
+  using batchqr::study::Case;
   int nb = 32;
   std::uint64_t seed = 20261205;
   std::string acc = "both", only;
@@ -358,16 +346,13 @@ int main(int argc, char** argv) {
     else if (s == "--only" && i + 1 < argc) only = "," + std::string(argv[++i]) + ",";
     else rest.push_back(s);
   }
-  if (rest.size() % 5 != 0 || nb < 1 || (acc != "tc" && acc != "rn" && acc != "both")) {
+  std::vector<Case> cases;
+  if (!batchqr::study::parse_cases(rest, &cases) || nb < 1 || (acc != "tc" && acc != "rn" && acc != "both")) {
     std::fprintf(stderr,
                  "usage: split_precision_study [--nb NB] [--acc tc|rn|both] [--only A[,A...]] [--seed S] "
                  "[m n batch dist cond]...\n");
     return 2;
   }
-  std::vector<Case> cases;
-  for (std::size_t i = 0; i < rest.size(); i += 5)
-    cases.push_back({std::atoi(rest[i].c_str()), std::atoi(rest[i + 1].c_str()), std::atoi(rest[i + 2].c_str()),
-                     rest[i + 3], std::atof(rest[i + 4].c_str())});
   if (cases.empty()) {
     for (const char* d : {"dense", "upper", "diagonal", "rankdef", "nearrank", "clustered", "band", "nearcollinear",
                           "rowscale"})
@@ -384,19 +369,11 @@ int main(int argc, char** argv) {
   std::printf("%-30s %-14s %-3s %10s %10s %9s %5s %5s\n", "case", "arithmetic", "acc", "factor", "median", "orth",
               "fail", "nonfin");
   for (const Case& c : cases) {
-    batchqr::check::GenSpec g;
-    g.m = c.m;
-    g.n = c.n;
-    g.batch = c.batch;
-    g.cond = c.cond;
-    g.seed = seed;
-    if (!batchqr::check::parse_distribution(c.dist, &g.dist) || c.m < 1 || c.n < 1 || c.batch < 1) {
+    std::vector<float> a;
+    if (!batchqr::study::generate_case(c, seed, &a)) {
       std::fprintf(stderr, "bad case %dx%dx%d %s\n", c.m, c.n, c.batch, c.dist.c_str());
       return 2;
     }
-    const auto desc = batchqr::make_geqrf_desc(c.m, c.n, c.batch, batchqr::Layout::col_major);
-    std::vector<float> a(static_cast<std::size_t>(c.m) * c.n * c.batch);
-    batchqr::check::generate(g, desc, a.data());
     char label[64];
     std::snprintf(label, sizeof label, "%dx%dx%d %s c%g", c.batch, c.m, c.n, c.dist.c_str(), c.cond);
     for (const Arith& ar : kAriths)
