@@ -420,16 +420,16 @@ TEST(CudaPolicy, TallPanelsOf32ColumnsByCholeskyQr) {
   EXPECT_EQ(cfg(4096, 32, 1, tall_only).cluster, 8);
   EXPECT_EQ(cfg(1024, 32, 1, off).cluster, 0);
   EXPECT_EQ(cfg(4096, 32, 2, shorter).cluster, 8);
-  // The one-CTA form: geqr2_wcol's panels of 257-512 rows while the batch fills two waves
-  // of two CTAs per SM (132 SMs), or any of its panels of at most 512 rows with hint 3
+  // The one-CTA form: geqr2_wcol's panels of 257-512 rows while the batch fills a wave of
+  // two CTAs per SM (132 SMs), or any of its panels of at most 512 rows with hint 3
   // (taller ones as with hint 2).
   PanelHints one_cta;
   one_cta.chol = 3;
   EXPECT_EQ(cfg(512, 32, 640).cluster, 1);
   EXPECT_EQ(cfg(512, 32, 640).rows_per_cta, 512);
-  EXPECT_EQ(cfg(450, 32, 528).rows_per_cta, 480);
-  EXPECT_EQ(cfg(257, 32, 528).rows_per_cta, 288);
-  EXPECT_EQ(cfg(512, 32, 527).cluster, 0);
+  EXPECT_EQ(cfg(450, 32, 264).rows_per_cta, 480);
+  EXPECT_EQ(cfg(257, 32, 264).rows_per_cta, 288);
+  EXPECT_EQ(cfg(512, 32, 263).cluster, 0);
   EXPECT_EQ(cfg(256, 32, 640).cluster, 0);
   EXPECT_EQ(cfg(193, 32, 640, one_cta).rows_per_cta, 224);
   EXPECT_EQ(cfg(513, 32, 640).cluster, 0);

@@ -179,7 +179,13 @@ bool chol_one_cta_panel(const DeviceInfo& dev, int rows, std::int64_t batch) {
   // the one-CTA form on every geqr2_wcol panel of at most 512 rows): 512^2 x640 4.79 / 4.61,
   // 400^2 x640 3.56 / 3.48, 512^2 x264 2.26 / 2.19, but 256^2 x640 (panels of 193-256 rows,
   // where geqr2_wcol holds three CTAs per SM) 1.27 / 1.31, 640^2 x300 (its panels of <= 512
-  // rows: 1.14 waves) 4.69 / 4.95, 1024^2 x60 3.93 / 4.27, 352^2 x40 0.561 / 0.556.
+  // rows: 1.14 waves) 4.69 / 4.95, 1024^2 x60 3.93 / 4.27, 352^2 x40 0.561 / 0.556. With v39's
+  // factorizations (the LU beside the Cholesky factorization; geqrf_outer_sweep --chol 3
+  // against the policy, queued ms, dense / mixed): 512^2 x264 1.75 / 1.89 against 1.92 /
+  // 2.01; so from one wave. The rule from one wave against two (v42, queued ms, two rounds,
+  // dense / mixed): 640^2 x300 4.05 / 4.15 against 4.21 / 4.30, 400^2 x300 1.38 / 1.47
+  // against 1.49 / 1.53, 450^2 x400 2.84 / 2.96 against 3.04 / 3.09. Below one wave dense
+  // gains and mixed loses (352^2 x40 0.359 / 0.44 against 0.382 / 0.425).
   return rows > kCholOneCtaMinRows && rows <= kCholMaxRowsPerCta &&
          batch >= kCholOneCtaMinWaves * 2 * static_cast<std::int64_t>(dev.sm_count);
 }

@@ -212,9 +212,9 @@ inline constexpr int kCholShortMinRows = 192;
 // QR panel's one-CTA form (two CTAs per SM; geqr2_wcol the fallback): panels of more than
 // kCholOneCtaMinRows rows (where geqr2_wcol also holds two CTAs per SM, not three) and at
 // most kCholMaxRowsPerCta, while the batch fills at least kCholOneCtaMinWaves waves of two
-// CTAs per SM.
+// CTAs per SM (two until v39's faster factorizations).
 inline constexpr int kCholOneCtaMinRows = 256;
-inline constexpr std::int64_t kCholOneCtaMinWaves = 2;
+inline constexpr std::int64_t kCholOneCtaMinWaves = 1;
 bool chol_one_cta_panel(const DeviceInfo& dev, int rows, std::int64_t batch);
 CholConfig chol_panel_config(const DeviceInfo& dev, int rows, int ncols, std::int64_t batch, const PanelPlan& pp,
                              const PanelHints& hints);
