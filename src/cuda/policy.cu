@@ -165,12 +165,16 @@ CholConfig chol_panel_config(const DeviceInfo& dev, int rows, int ncols, std::in
   if (pp.wcol_rows_per_lane > 0 && rows <= kCholMaxRowsPerCta &&
       (hints.chol == 3 || (hints.chol == -1 && chol_one_cta_panel(dev, rows, batch))))
     return geqr2_chol_one_cta_config(rows);
-  const bool shorter = pp.wcol_rows_per_lane > 0 && (hints.chol >= 2 || (hints.chol == -1 && batch <= kCholShortMaxBatch &&
-                                                                            rows > kCholShortMinRows));
-  if (!tall && !shorter) return {};
   const int short_cap = hints.chol_short_rows > 0 ? std::min(hints.chol_short_rows, kCholMaxRowsPerCta) : 256;
+  const int short_rows = std::min(short_cap, ((rows + 1) / 2 + 31) / 32 * 32);
+  const std::int64_t short_ctas = batch * ((rows + short_rows - 1) / short_rows);
+  const bool short_by_policy = rows > kCholShortMinRows &&
+                               (batch <= kCholShortMaxBatch ||
+                                (rows > kCholShortWaveMinRows && short_ctas <= static_cast<std::int64_t>(dev.sm_count)));
+  const bool shorter = pp.wcol_rows_per_lane > 0 && (hints.chol >= 2 || (hints.chol == -1 && short_by_policy));
+  if (!tall && !shorter) return {};
   const int cap = hints.chol_rows > 0 ? hints.chol_rows
-                                      : (tall ? kCholMaxRowsPerCta : std::min(short_cap, ((rows + 1) / 2 + 31) / 32 * 32));
+                                      : (tall ? kCholMaxRowsPerCta : short_rows);
   return geqr2_chol_config(dev, rows, cap);
 }
 
