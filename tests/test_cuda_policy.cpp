@@ -410,7 +410,13 @@ TEST(CudaPolicy, TallPanelsOf32ColumnsByCholeskyQr) {
   EXPECT_EQ(cfg(150, 32, 1).cluster, 0);  // geqr2_wcol's since v37, but the rule starts at 193 rows
   EXPECT_EQ(cfg(192, 32, 1).cluster, 0);
   EXPECT_EQ(cfg(120, 32, 1).cluster, 0);  // the register panel's: no flagged variant
-  EXPECT_EQ(cfg(1024, 32, kCholShortMaxBatch + 1).cluster, 0);
+  // Past kCholShortMaxBatch matrices, panels of more than 768 rows while their CTAs fit in
+  // one wave (132 SMs).
+  EXPECT_EQ(cfg(1024, 32, 33).cluster, 4);
+  EXPECT_EQ(cfg(1024, 32, 34).cluster, 0);
+  EXPECT_EQ(cfg(769, 32, 33).cluster, 4);
+  EXPECT_EQ(cfg(768, 32, 9).cluster, 0);
+  EXPECT_EQ(cfg(512, 32, kCholShortMaxBatch + 1).cluster, 0);
   EXPECT_EQ(cfg(1024, 32, 640).cluster, 0);
   PanelHints shorter, tall_only;
   shorter.chol = 2;

@@ -159,18 +159,27 @@ CholConfig chol_panel_config(const DeviceInfo& dev, int rows, int ncols, std::in
   // -10, -10, -3%; 384 x 1 -7%, x 4 +-2%; 256 x 1, 4 -5%; 4096 x 2 -4%. With 16 matrices
   // mixed (1024 -5%, 768 and 512 -1%, 384 +3 to +7%), 1024 x 30 -1 to +2%, x 60 +1 to +7%:
   // the panels' CTAs then take SMs from the trailing update that runs beside them. CTAs of
-  // 512 rows instead of 256 lost at 1024 rows (1024 x 4 1.78 against 1.67 ms).
+  // 512 rows instead of 256 lost at 1024 rows (1024 x 4 1.78 against 1.67 ms). With v39's
+  // and v41's panel, past 8 matrices while the panel's CTAs fit in one wave (v42, queued ms,
+  // two rounds, dense / mixed, against none): on panels of more than 768 rows 1024^2 x30
+  // -4.7 / -2.4%, x16 -3.1 / +0.3%, 900^2 x30 -6.1 / -2.0%, 1536^2 x20 -4.3 / -3.4%; on
+  // those of more than 512 rows too, larger gains there (1024^2 x30 -10 / -6%, 1536^2 x20
+  // -7 / -7%) but losses at 768^2 x40 (+2 / +5%) and 600^2 x40 (0 / +4%).
   const bool tall = rows > 32 * 32 && pp.wcol_rows_per_lane == 0 && pp.reg.rows_per_warp > 0 && pp.reg.cluster >= 2;
   // The one-CTA form on geqr2_wcol's panels of many matrices (chol_one_cta_panel).
   if (pp.wcol_rows_per_lane > 0 && rows <= kCholMaxRowsPerCta &&
       (hints.chol == 3 || (hints.chol == -1 && chol_one_cta_panel(dev, rows, batch))))
     return geqr2_chol_one_cta_config(rows);
-  const bool shorter = pp.wcol_rows_per_lane > 0 && (hints.chol >= 2 || (hints.chol == -1 && batch <= kCholShortMaxBatch &&
-                                                                            rows > kCholShortMinRows));
-  if (!tall && !shorter) return {};
   const int short_cap = hints.chol_short_rows > 0 ? std::min(hints.chol_short_rows, kCholMaxRowsPerCta) : 256;
+  const int short_rows = std::min(short_cap, ((rows + 1) / 2 + 31) / 32 * 32);
+  const std::int64_t short_ctas = batch * ((rows + short_rows - 1) / short_rows);
+  const bool short_by_policy = rows > kCholShortMinRows &&
+                               (batch <= kCholShortMaxBatch ||
+                                (rows > kCholShortWaveMinRows && short_ctas <= static_cast<std::int64_t>(dev.sm_count)));
+  const bool shorter = pp.wcol_rows_per_lane > 0 && (hints.chol >= 2 || (hints.chol == -1 && short_by_policy));
+  if (!tall && !shorter) return {};
   const int cap = hints.chol_rows > 0 ? hints.chol_rows
-                                      : (tall ? kCholMaxRowsPerCta : std::min(short_cap, ((rows + 1) / 2 + 31) / 32 * 32));
+                                      : (tall ? kCholMaxRowsPerCta : short_rows);
   return geqr2_chol_config(dev, rows, cap);
 }
 

@@ -207,6 +207,10 @@ inline constexpr int kMinSplitRows = 256;
 //   being the fallback (measured from 193 rows, v14, when geqr2_wcol began there);
 // - geqr2_wcol's panels of many matrices on one CTA each (chol_one_cta_panel below).
 inline constexpr std::int64_t kCholShortMaxBatch = 8;
+// ... and, for more matrices, on its panels of more than kCholShortWaveMinRows rows while
+// the panel's CTAs (one per SM) fit in one wave: they then take no SM that the trailing
+// update beside them would wait for.
+inline constexpr int kCholShortWaveMinRows = 768;
 inline constexpr int kCholShortMinRows = 192;
 // Whether a geqr2_wcol panel of `rows` x 32 of each of `batch` matrices goes to the Cholesky
 // QR panel's one-CTA form (two CTAs per SM; geqr2_wcol the fallback): panels of more than
