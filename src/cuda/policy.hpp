@@ -203,20 +203,19 @@ inline constexpr int kMinSplitRows = 256;
 // - taller than one CTA's register panel (1024 rows), on at most kCholMaxRowsPerCta rows
 //   per CTA, where the Householder panel it falls back to is a cluster's register panel;
 // - geqr2_wcol's panels of more than kCholShortMinRows (and at most 1024) rows of at most
-//   kCholShortMaxBatch matrices, on CTAs of at most 256 rows (at least two), geqr2_wcol
-//   being the fallback (measured from 193 rows, v14, when geqr2_wcol began there);
+//   kCholShortMaxBatch matrices, or of more than kCholShortWaveMinRows rows while the
+//   batch's CTAs (one per SM) fit in one wave, so that they take no SM from the trailing
+//   update beside them; on CTAs of at most 256 rows (at least two), geqr2_wcol being the
+//   fallback (measured from 193 rows, v14, when geqr2_wcol began there);
 // - geqr2_wcol's panels of many matrices on one CTA each (chol_one_cta_panel below).
 inline constexpr std::int64_t kCholShortMaxBatch = 8;
-// ... and, for more matrices, on its panels of more than kCholShortWaveMinRows rows while
-// the panel's CTAs (one per SM) fit in one wave: they then take no SM that the trailing
-// update beside them would wait for.
-inline constexpr int kCholShortWaveMinRows = 768;
 inline constexpr int kCholShortMinRows = 192;
+inline constexpr int kCholShortWaveMinRows = 768;
 // Whether a geqr2_wcol panel of `rows` x 32 of each of `batch` matrices goes to the Cholesky
 // QR panel's one-CTA form (two CTAs per SM; geqr2_wcol the fallback): panels of more than
 // kCholOneCtaMinRows rows (where geqr2_wcol also holds two CTAs per SM, not three) and at
 // most kCholMaxRowsPerCta, while the batch fills at least kCholOneCtaMinWaves waves of two
-// CTAs per SM (two until v39's faster factorizations).
+// CTAs per SM.
 inline constexpr int kCholOneCtaMinRows = 256;
 inline constexpr std::int64_t kCholOneCtaMinWaves = 1;
 bool chol_one_cta_panel(const DeviceInfo& dev, int rows, std::int64_t batch);
