@@ -170,17 +170,15 @@ CholConfig chol_panel_config(const DeviceInfo& dev, int rows, int ncols, std::in
   if (pp.wcol_rows_per_lane > 0 && rows <= kCholMaxRowsPerCta &&
       (hints.chol == 3 || (hints.chol == -1 && chol_one_cta_panel(dev, rows, batch))))
     return geqr2_chol_one_cta_config(rows);
+  const bool wcol = pp.wcol_rows_per_lane > 0;
+  if (!tall && !(wcol && (hints.chol >= 2 || (hints.chol == -1 && rows > kCholShortMinRows)))) return {};
   const int short_cap = hints.chol_short_rows > 0 ? std::min(hints.chol_short_rows, kCholMaxRowsPerCta) : 256;
-  const int short_rows = std::min(short_cap, ((rows + 1) / 2 + 31) / 32 * 32);
-  const std::int64_t short_ctas = batch * ((rows + short_rows - 1) / short_rows);
-  const bool short_by_policy = rows > kCholShortMinRows &&
-                               (batch <= kCholShortMaxBatch ||
-                                (rows > kCholShortWaveMinRows && short_ctas <= static_cast<std::int64_t>(dev.sm_count)));
-  const bool shorter = pp.wcol_rows_per_lane > 0 && (hints.chol >= 2 || (hints.chol == -1 && short_by_policy));
-  if (!tall && !shorter) return {};
   const int cap = hints.chol_rows > 0 ? hints.chol_rows
-                                      : (tall ? kCholMaxRowsPerCta : short_rows);
-  return geqr2_chol_config(dev, rows, cap);
+                                      : (tall ? kCholMaxRowsPerCta : std::min(short_cap, ((rows + 1) / 2 + 31) / 32 * 32));
+  const CholConfig c = geqr2_chol_config(dev, rows, cap);
+  if (tall || hints.chol >= 2 || batch <= kCholShortMaxBatch) return c;
+  // Past kCholShortMaxBatch matrices: panels of more than kCholShortWaveMinRows rows whose CTAs fit in one wave.
+  return rows > kCholShortWaveMinRows && batch * c.cluster <= static_cast<std::int64_t>(dev.sm_count) ? c : CholConfig{};
 }
 
 bool chol_one_cta_panel(const DeviceInfo& dev, int rows, std::int64_t batch) {
