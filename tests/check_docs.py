@@ -6,6 +6,9 @@ was never committed shows up in CI rather than in a reader's search:
   `bench/results/<date>-<card>-name-vNN.txt`) names a file under bench/results;
 * every repository path in backquotes (`src/cuda/policy.cu`, `bench/geqrf_outer_sweep`, the
   latter a client named by its target) exists;
+* the README's performance table agrees with the suite JSON it cites (every time, range,
+  ratio and the geometric mean, to the digits shown), so that a number there is one that
+  was measured;
 * every code name in backquotes in docs/policy.md (constants `kName`, functions and fields
   with an underscore, `Type::member`) occurs in src/ or include/: the policy table must
   describe the code as it is. The performance notes are history and may name code that is
@@ -13,6 +16,8 @@ was never committed shows up in CI rather than in a reader's search:
 
 Usage: check_docs.py [repository root]   (exit status 1 and one line per broken reference)
 """
+import json
+import math
 import pathlib
 import re
 import sys
@@ -46,6 +51,62 @@ def path_exists(p):
     return parent.is_dir() and any(c.stem == name for c in parent.iterdir())
 
 
+def shown(text, value):
+    """Whether `value` rounds to the number written as `text` (to its digits)."""
+    digits = len(text.split(".")[1]) if "." in text else 0
+    return abs(value - float(text)) <= 0.5 * 10.0**-digits * (1 + 1e-9)
+
+
+def shown_range(text, values):
+    """`text` is "a" (every value rounds to it) or "a-b" (the least and the greatest)."""
+    lo, _, hi = text.partition("-")
+    hi = hi or lo
+    return shown(lo, min(values)) and shown(hi, max(values))
+
+
+def check_readme_table(errors):
+    """The README's suite table against the JSON named just above it."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("## Performance"))
+    src = next(re.search(r"`(bench/results/[^`]+\.json)`", l) for l in lines[start:] if "bench/results/" in l)
+    suite = json.loads((ROOT / src.group(1)).read_text())
+    rows = 0
+    for lineno, line in enumerate(lines[start:], start + 1):
+        if not line.startswith("| ") or line.startswith("| case") or line.startswith("| ---"):
+            if rows and not line.startswith("|"):
+                break
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows += 1
+        where = f"README.md:{lineno}"
+        if cells[0] == "geometric mean":
+            if not shown(cells[1].strip("*"), suite["geomean_ms"]):
+                errors.append(f"{where}: geometric mean {cells[1]} is not the JSON's {suite['geomean_ms']}")
+            continue
+        m = re.match(r"(\d+)x(\d+)", cells[0])
+        cases = [c for c in suite["cases"] if c["batch"] == int(m.group(1)) and c["n"] == int(m.group(2))]
+        if not cases:
+            errors.append(f"{where}: no case {cells[0]} in {src.group(1)}")
+            continue
+        ours = [c["ms_median"] for c in cases]
+        if not shown_range(cells[1], ours):
+            errors.append(f"{where}: batchqr {cells[1]} is not {min(ours)}-{max(ours)}")
+        for cell, name in ((cells[2], "cusolver"), (cells[3], "cublas")):
+            b = re.match(r"([\d.]+(?:-[\d.]+)?) \(([\d.]+(?:-[\d.]+)?)x\)$", cell)
+            runs = [next(x for x in c["baselines"] if x["name"] == name) for c in cases]
+            if b is None:
+                if any(r["ran"] for r in runs) or not cell.startswith("not timed"):
+                    errors.append(f"{where}: {name} cell '{cell}' does not give the JSON's times")
+                continue
+            times = [r["ms_median"] for r in runs]
+            ratios = [r["ms_median"] / c["ms_median"] for r, c in zip(runs, cases)]
+            if not all(r["ran"] for r in runs) or not shown_range(b.group(1), times) or not shown_range(b.group(2), ratios):
+                errors.append(f"{where}: {name} '{cell}' is not {min(times)}-{max(times)} "
+                              f"({min(ratios):.3g}-{max(ratios):.3g}x)")
+    if rows == 0:
+        errors.append("README.md: no performance table found")
+
+
 def main():
     results = [f.name for f in (ROOT / "bench" / "results").iterdir()]
     src = source_text()
@@ -69,6 +130,7 @@ def main():
                 is_code = "::" in q or name.startswith("k") and name[1:2].isupper() or "_" in name
                 if is_code and not re.search(r"\b" + re.escape(name) + r"\b", src):
                     errors.append(f"{doc}:{lineno}: `{q}` does not occur in src/ or include/")
+    check_readme_table(errors)
     for e in errors:
         print(e)
     print(f"check_docs: {len(DOCS)} documents, {len(errors)} broken reference(s)")
