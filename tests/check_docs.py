@@ -84,6 +84,9 @@ def check_readme_table(errors):
                 errors.append(f"{where}: geometric mean {cells[1]} is not the JSON's {suite['geomean_ms']}")
             continue
         m = re.match(r"(\d+)x(\d+)", cells[0])
+        if m is None or len(cells) < 4:
+            errors.append(f"{where}: a row that names no batch x n case: '{cells[0]}'")
+            continue
         cases = [c for c in suite["cases"] if c["batch"] == int(m.group(1)) and c["n"] == int(m.group(2))]
         if not cases:
             errors.append(f"{where}: no case {cells[0]} in {src.group(1)}")
