@@ -213,7 +213,7 @@ def test_too_few_dims(A):
 
 @pytest.mark.parametrize("obj", [[[1.0, 2.0], [3.0, 4.0]], None, "abc", 3.0, {"a": 1}, np.float32(1.0)], ids=repr)
 def test_not_an_array(obj):
-    with pytest.raises(TypeError, match="expected a torch.Tensor, cupy.ndarray or numpy.ndarray"):
+    with pytest.raises(TypeError, match="expected a torch.Tensor, cupy.ndarray, numpy.ndarray or another DLPack array"):
         batchqr.geqrf(obj)
 
 
@@ -308,3 +308,65 @@ def test_checkers_detect_a_bad_factorization(seed):
     for check in (bt.check_numpy, bt.validate_host):
         rep = check(A, H, tau2)
         assert not rep.finite[0] and not rep.passed
+
+
+# --- other DLPack arrays ----------------------------------------------------------------------
+
+class _DLArray:
+    """An array of another library that speaks only DLPack (as a JAX or TensorFlow array
+    does to batchqr): a NumPy array behind __dlpack__ / __dlpack_device__, and, with
+    `namespace`, an Array API namespace whose from_dlpack makes more of them."""
+
+    def __init__(self, a, namespace=False, device=None):
+        self._a, self._ns, self._device = a, namespace, device
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._a.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._device if self._device is not None else self._a.__dlpack_device__()
+
+    def __getattr__(self, name):
+        if name == "__array_namespace__" and self._ns:
+            return lambda api_version=None: _DLNamespace
+        raise AttributeError(name)
+
+
+class _DLNamespace:
+    @staticmethod
+    def from_dlpack(x):
+        return _DLArray(np.from_dlpack(x), namespace=True)
+
+
+@pytest.mark.parametrize("namespace", [False, True], ids=["no namespace", "array API namespace"])
+@pytest.mark.parametrize("shape", [(2, 9, 6), (6, 9), (3, 1, 5, 5)], ids=str)
+def test_other_dlpack_arrays(shape, namespace, seed):
+    A = bt.generate("mixed", shape[-2], shape[-1], batch=shape[:-2], cond=1.0, seed=seed)
+    H0, tau0 = batchqr.geqrf(A)
+    H, tau = batchqr.geqrf(_DLArray(A, namespace=namespace))
+    if namespace:  # back in the input's library, through its from_dlpack
+        assert isinstance(H, _DLArray) and isinstance(tau, _DLArray)
+        H, tau = np.from_dlpack(H), np.from_dlpack(tau)
+    else:  # the viewing framework's arrays
+        assert isinstance(H, np.ndarray) and isinstance(tau, np.ndarray)
+    # The same factorization as the NumPy input's, bit for bit.
+    assert np.array_equal(H, H0) and np.array_equal(tau, tau0), f"seed={seed}"
+    _assert_gate(A, H, tau, seed, "DLPack")
+
+
+def test_other_dlpack_arrays_errors():
+    A = np.ones((2, 4, 3), np.float32)
+    with pytest.raises(TypeError, match=r"float64"):  # the dtype check of the NumPy view
+        batchqr.geqrf(_DLArray(A.astype(np.float64)))
+    with pytest.raises(ValueError, match="at least 2 dimensions"):
+        batchqr.geqrf(_DLArray(np.ones(3, np.float32)))
+    with pytest.raises(TypeError, match=r"out= takes torch, CuPy or NumPy arrays"):
+        batchqr.geqrf(_DLArray(A), out=(np.empty_like(A), np.empty((2, 3), np.float32)))
+    with pytest.raises(TypeError, match=r"lives on a Vulkan device"):
+        batchqr.geqrf(_DLArray(A, device=(7, 0)))
+    class _NoExport(_DLArray):  # a producer that cannot export its dtype (say bfloat16)
+        def __dlpack__(self, *args, **kwargs):
+            raise BufferError("bfloat16 cannot be exported")
+
+    with pytest.raises(TypeError, match=r"numpy could not read .* through DLPack \(bfloat16"):
+        batchqr.geqrf(_NoExport(A))

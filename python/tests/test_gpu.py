@@ -219,3 +219,28 @@ def test_cupy_input(seed):
         batchqr.geqrf(A.astype(cupy.float64))
     with pytest.raises(ValueError, match="at least 2 dimensions"):
         batchqr.geqrf(A.ravel())
+
+
+class _DLOnly:
+    """A CUDA array of another library that speaks only DLPack (a torch tensor behind
+    __dlpack__ / __dlpack_device__, no Array API namespace)."""
+
+    def __init__(self, t):
+        self._t = t
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._t.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._t.__dlpack_device__()
+
+
+def test_other_dlpack_cuda_array(seed):
+    A = _gen("mixed", 96, 80, (3,), seed)
+    H0, tau0 = batchqr.geqrf(A)
+    H, tau = batchqr.geqrf(_DLOnly(A))  # read through torch.from_dlpack, results as tensors
+    assert isinstance(H, torch.Tensor) and H.is_cuda and H.data_ptr() != A.data_ptr()
+    assert torch.equal(H, H0) and torch.equal(tau, tau0), f"seed={seed}"
+    An = A.cpu().numpy()
+    rep = bt.check_numpy(An, H.cpu().numpy(), tau.cpu().numpy())
+    assert rep.passed, f"seed={seed}: {rep}"

@@ -1,7 +1,7 @@
 """batchqr: batched Householder QR of float32 matrices, LAPACK geqrf output (H, tau).
 
     import batchqr
-    H, tau = batchqr.geqrf(A)       # torch.Tensor (CUDA/CPU), cupy.ndarray or numpy.ndarray
+    H, tau = batchqr.geqrf(A)       # torch.Tensor (CUDA/CPU), cupy.ndarray, numpy.ndarray, other DLPack arrays
 
 ``batchqr.geqrf`` follows torch.geqrf: A has shape (..., m, n); H has A's shape (R on and
 above the diagonal, Householder vectors below), tau has shape (..., min(m, n)); A is not

@@ -241,9 +241,13 @@ def _resolve(A):
             if numpy is not None and isinstance(A, numpy.ndarray):
                 from . import _numpy_backend as backend
             else:
-                raise TypeError(
-                    "batchqr.geqrf: expected a torch.Tensor, cupy.ndarray or numpy.ndarray, got "
-                    f"{t.__module__}.{t.__qualname__}; convert it first (e.g. numpy.asarray(A, dtype=numpy.float32))")
+                from . import _dlpack_backend as backend
+
+                if not backend.is_dlpack(A):
+                    raise TypeError(
+                        "batchqr.geqrf: expected a torch.Tensor, cupy.ndarray, numpy.ndarray or another DLPack "
+                        f"array, got {t.__module__}.{t.__qualname__}; convert it first "
+                        "(e.g. numpy.asarray(A, dtype=numpy.float32))")
     _handlers[t] = backend.geqrf
     return backend.geqrf
 
@@ -256,6 +260,12 @@ def geqrf(A, *, out=None):
     results are written into the given arrays (same framework, device, shapes, float32)
     and returned. On CUDA the work is enqueued on the caller's current stream without
     synchronizing; on the CPU (NumPy arrays, CPU tensors) it runs LAPACK on host threads.
+
+    Other DLPack arrays (JAX, TensorFlow, Array API libraries) are read without a copy
+    through NumPy (host memory) or PyTorch, else CuPy (CUDA memory; on that framework's
+    current stream); their results come back through the input's Array API namespace
+    (``A.__array_namespace__().from_dlpack``) where it has one, else as that framework's
+    arrays. ``out=`` is not taken for them.
     """
     handler = _handlers.get(type(A))
     if handler is None:
