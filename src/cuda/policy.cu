@@ -153,18 +153,10 @@ CholConfig chol_panel_config(const DeviceInfo& dev, int rows, int ncols, std::in
                              const PanelHints& hints) {
   if (hints.chol == 0 || ncols != kCholWidth) return {};
   // Taller than one CTA's register panel, whose cluster variant is the fallback; or a
-  // geqr2_wcol panel, geqr2_wcol the fallback. Measured (docs/perf-notes.md v14, whole
-  // factorizations, geqr2_wcol's panels by Cholesky QR on CTAs of <= 256 rows against
-  // none): 1024 x 1, 2, 4, 8 -23, -23, -21, -18%; 768 x 1, 4, 8 -16, -16, -3%; 512 x 1, 2, 4
-  // -10, -10, -3%; 384 x 1 -7%, x 4 +-2%; 256 x 1, 4 -5%; 4096 x 2 -4%. With 16 matrices
-  // mixed (1024 -5%, 768 and 512 -1%, 384 +3 to +7%), 1024 x 30 -1 to +2%, x 60 +1 to +7%:
-  // the panels' CTAs then take SMs from the trailing update that runs beside them. CTAs of
-  // 512 rows instead of 256 lost at 1024 rows (1024 x 4 1.78 against 1.67 ms). With v39's
-  // and v41's panel, past 8 matrices while the panel's CTAs fit in one wave (v42, queued ms,
-  // two rounds, dense / mixed, against none): on panels of more than 768 rows 1024^2 x30
-  // -4.7 / -2.4%, x16 -3.1 / +0.3%, 900^2 x30 -6.1 / -2.0%, 1536^2 x20 -4.3 / -3.4%; on
-  // those of more than 512 rows too, larger gains there (1024^2 x30 -10 / -6%, 1536^2 x20
-  // -7 / -7%) but losses at 768^2 x40 (+2 / +5%) and 600^2 x40 (0 / +4%).
+  // geqr2_wcol panel, geqr2_wcol the fallback. On geqr2_wcol's panels the CTAs take SMs
+  // from the trailing update that runs beside them: there for few matrices
+  // (kCholShortMaxBatch), or past them on panels of more than kCholShortWaveMinRows rows
+  // whose CTAs fit in one wave. Measurements: docs/policy.md, "panel kernel".
   const bool tall = rows > 32 * 32 && pp.wcol_rows_per_lane == 0 && pp.reg.rows_per_warp > 0 && pp.reg.cluster >= 2;
   // The one-CTA form on geqr2_wcol's panels of many matrices (chol_one_cta_panel).
   if (pp.wcol_rows_per_lane > 0 && rows <= kCholMaxRowsPerCta &&
@@ -182,58 +174,33 @@ CholConfig chol_panel_config(const DeviceInfo& dev, int rows, int ncols, std::in
 }
 
 bool chol_one_cta_panel(const DeviceInfo& dev, int rows, std::int64_t batch) {
-  // Measured (docs/perf-notes.md v18, whole factorizations, row-major, ms, geqr2_wcol against
-  // the one-CTA form on every geqr2_wcol panel of at most 512 rows): 512^2 x640 4.79 / 4.61,
-  // 400^2 x640 3.56 / 3.48, 512^2 x264 2.26 / 2.19, but 256^2 x640 (panels of 193-256 rows,
-  // where geqr2_wcol holds three CTAs per SM) 1.27 / 1.31, 640^2 x300 (its panels of <= 512
-  // rows: 1.14 waves) 4.69 / 4.95, 1024^2 x60 3.93 / 4.27, 352^2 x40 0.561 / 0.556. With v39's
-  // factorizations (the LU beside the Cholesky factorization; geqrf_outer_sweep --chol 3
-  // against the policy, queued ms, dense / mixed): 512^2 x264 1.75 / 1.89 against 1.92 /
-  // 2.01; so from one wave. The rule from one wave against two (v42, queued ms, two rounds,
-  // dense / mixed): 640^2 x300 4.05 / 4.15 against 4.21 / 4.30, 400^2 x300 1.38 / 1.47
-  // against 1.49 / 1.53, 450^2 x400 2.84 / 2.96 against 3.04 / 3.09. Below one wave dense
-  // gains and mixed loses (352^2 x40 0.359 / 0.44 against 0.382 / 0.425).
+  // Two CTAs per SM: it pays once the batch fills a wave of them (below, dense inputs gain
+  // and mixed ones lose); panels of at most 256 rows stay on geqr2_wcol, which holds three
+  // CTAs per SM there. Measurements: docs/policy.md, "panel kernel".
   return rows > kCholOneCtaMinRows && rows <= kCholMaxRowsPerCta &&
          batch >= kCholOneCtaMinWaves * 2 * static_cast<std::int64_t>(dev.sm_count);
 }
 
 bool wcol_panel(const DeviceInfo&, int rows, int ncols, std::int64_t, int min_rows) {
-  // Measured (docs/perf-notes.md v9; ncu, each panel inside 512 x 640, row-major): geqr2_wcol
-  // against the register panel, us per launch: 512 rows 177 / 231, 384 139 / 210, 288 138 /
-  // 153, 224 99 / 153, but 192 97 / 95, 128 87 / 81, 32 66 / 43. Its column chain costs
-  // about the same at any height up to its configuration's, while the register panel's
-  // shortens with the rows. Whole factorizations, all panels on it against none: 1024 x 60
-  // 5.17 / 5.53 ms, 512 x 640 6.46 / 6.81, 256 x 40 0.389 / 0.398, 176 x 40 0.265 / 0.238.
-  // Re-measured on v36's kernels (v37): the panels alone, us per launch with T, geqr2_wcol
-  // against the register panel, at 640 matrices 192 rows 98 / 127, 160 95 / 110, 128 80 /
-  // 85, 96 78 / 71, at 300 matrices 192 rows 53 / 87; whole factorizations from 129 rows
-  // against from 193 (queued ms): 256^2 x640 1.18 / 1.20, 300^2 x600 1.85 / 1.88, 200^2
-  // x1000 1.27 / 1.29, 640^2 x300 4.52 / 4.56, 190x400 x132 0.39 / 0.43, 192x1000 x40 0.322
-  // / 0.331, 150x600 x1 0.176 / 0.185, column-major 256^2 x640 1.47 / 1.54; 512^2 x640,
-  // 512^2 x264, 400^2 x264 level. From 97 rows: no better than from 129.
+  // geqr2_wcol's column chain costs about the same at any height up to its configuration's,
+  // while the register panel's shortens with the rows: from 129 rows geqr2_wcol (from 97 it
+  // was no better). Measurements: docs/policy.md, "panel kernel".
   return ncols <= kMaxPanelWidth && rows > (min_rows > 0 ? min_rows : kWcolMinRows) && rows <= kWcolMaxRows;
 }
 
 int chain_split_rows(const DeviceInfo& dev, int m, std::int64_t batch) {
-  // Measured (docs/perf-notes.md v38, geqrf_outer_sweep --chain-split-rows 256 / 0, row-major,
-  // dense, queued ms, two rounds): 4096^2 x2 9.25 / 9.78, 2048^2 x8 4.45 / 4.63, 3000^2 x4
-  // 6.90 / 7.15, 1024^2 x8 1.42 / 1.60 (32-64 CTAs at the split); slower where the split
-  // gives 180-300 CTAs: 1536^2 x30 5.91 / 5.79, 1024^2 x60 3.72 / 3.59, 768^2 x100 2.77 /
-  // 2.63; 512^2 x640 level. 128 rows per CTA: slower than 256 everywhere measured.
+  // 256-row CTAs shorten the updates the next panel waits for while they take at most half
+  // the SMs (the rest of the trailing update needs the others); 128 rows lost wherever
+  // measured. Measurements: docs/policy.md, "the chain's stripe updates".
   if (m <= kChainSplitRows) return 0;
   const std::int64_t ctas = batch * ((m + kChainSplitRows - 1) / kChainSplitRows);
   return 2 * ctas <= dev.sm_count ? kChainSplitRows : 0;
 }
 
 bool interleave_batch(const DeviceInfo& dev, std::int64_t batch) {
-  // Measured (docs/perf-notes.md v37, geqrf_outer_sweep --interleave 2 / 1, row-major, dense,
-  // queued ms, two rounds): 512^2 x640 4.05, 4.04 / 4.20, 4.23; 640^2 x300 4.22 / 4.50;
-  // 768^2 x100 2.64 / 2.73; 384^2 x640 2.69 / 2.88; 256^2 x640 1.10 / 1.18; 300^2 x600 1.71
-  // / 1.85; 200^2 x1000 1.18 / 1.27; 400^2 x264 1.36 / 1.45; 160^2 x300 0.287 / 0.295;
-  // column-major 512^2 x640 5.12 / 5.23; 1024^2 x60 level (3.60 / 3.61); 2048^2 x8 slower
-  // (4.70 / 4.65), as are 8 and 2 matrices with --split. Without work queued ahead, with the
-  // parts enqueued block by block (v38): 768^2 x100 2.64 / 2.72-2.79 against part by part,
-  // 300^2 x600 1.69-1.71 / 1.74-1.77, 512^2 x640 4.06-4.07 / 4.07-4.14.
+  // Two parts side by side put one part's latency-bound panels beside the other's updates
+  // once each part has most of a wave of matrices; with fewer, each part's launches only get
+  // narrower. Measurements: docs/policy.md, "batch interleave".
   return 4 * batch >= static_cast<std::int64_t>(kInterleaveMinBatchPerSm4) * dev.sm_count;
 }
 
@@ -262,51 +229,28 @@ int merge_pair_ctas(const DeviceInfo& dev, int rows, std::int64_t batch) {
 }
 
 int outer_width(const DeviceInfo&, int m, int n, std::int64_t batch) {
-  // Measured (docs/perf-notes.md v5, v10, v14; bench/geqrf_outer_sweep --outer 32|64, device
-  // time, H200). Outer blocks of 64 columns make the trailing updates K = 64 (faster per
-  // FLOP) but put two panels, an inner update and a T merge in series per block: they win
-  // once each step's trailing matrix, batch x k^2, is large, and lose to one level below
-  // (ms, one level / 64): 1024 x 16 2.36 / 2.75, x 24 2.99 / 3.16, x 30 3.43 / 3.33, x 60
-  // 5.57 / 4.46; 768 x 16 1.53 / 1.81, x 30 1.86 / 2.05, x 40 2.15 / 2.15, x 100 (v10) 3.96 /
-  // 3.58; 1536 x 8 3.68 / 4.07, x 16 6.12 / 5.65, x 30 9.47 / 7.55; 2048 x 8 7.40 / 7.00;
-  // 512 x 132 1.73 / 1.73 (v10), x 640 6.44 / 6.00, x 40 0.96 / 1.15. The same bound holds
-  // for a few large matrices (v24, split stripes at two CTAs per SM): 4096 x 2 12.62 /
-  // 10.71, 3000 x 4 9.29 / 7.84, 8192 x 1 42.9 / 34.5; below it 4096 x 1 8.82 / 9.30, 2048
-  // x 4 4.09 / 4.22, and level at 1024 x 24 2.75 / 2.72. 96 and 128 lost to 64 everywhere
-  // (v5, v14). Below k = 512 one level (v10).
+  // Outer blocks of 64 columns make the trailing updates K = 64 (faster per FLOP, half the
+  // passes over the trailing matrix) but put two panels, an inner update and a T merge in
+  // series per block: they win once each step's trailing matrix, batch x k^2, is large
+  // (a few large matrices included), and lose below it; 96 and 128 lost to 64 wherever
+  // measured. Measurements: docs/policy.md, "outer block width".
   const double k = static_cast<double>(std::min(m, n));
   if (k >= 512 && static_cast<double>(batch) * k * k >= kTwoLevelMinWork) return 64;
   return kMaxPanelWidth;
 }
 
 bool fused_update(const DeviceInfo& dev, int m, std::int64_t batch) {
-  // Measured (docs/perf-notes.md v6, v7; bench/geqrf_outer_sweep --fused-update, and the
-  // suite): with a batch below the SM count and at most 256 rows, one launch per update is
-  // as fast as three cuBLAS products on the device and enqueues 4x faster (176 x 1: 0.31 ms
-  // against 0.78 per call). At 352 rows it loses on the device (352 x 40, device time 0.97
-  // against 0.83 ms; suite 40x352 0.82 against 0.71), and so it does once the batch fills
-  // the GPU (256 x 200: 1.04 against 0.92).
+  // Below the SM count and at most 256 rows one launch per update is as fast on the device
+  // as three cuBLAS products and enqueues 4x faster; taller, or once the batch fills the
+  // GPU, it loses. Measurements: docs/policy.md, "trailing update".
   return batch < dev.sm_count && m <= kFusedUpdateMaxRows;
 }
 
 bool cta_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
-  // Measured (docs/perf-notes.md v19; bench/geqrf_outer_sweep --cta 2|1|0, row-major,
-  // device time, ms, geqrf_cta / geqr2_cta / without either): square n x n x batch:
-  // 48 x 40 0.034 / 0.037 / 0.050, x 264 0.066 / 0.043 / 0.064; 64 x 132 0.044 / 0.048 /
-  // 0.080, x 264 0.084 / 0.055 / 0.081; 80 x 264 0.102 / 0.147 / 0.194, x 500 0.197 /
-  // 0.282 / 0.176; 100 x 40 0.078 / 0.096 / 0.127, x 264 0.151 / 0.188 / 0.216; 128 x 40
-  // 0.091 / 0.116 / 0.163, x 264 0.175 / 0.221 / 0.286, x 500 0.341 / 0.428 / 0.295; 176 x 1
-  // 0.153 / 0.157 / 0.212, x 40 0.160 / 0.172 / 0.233, x 264 0.345 / 0.345 / 0.409; 192 x 40
-  // 0.175 / 0.185 / 0.262, x 132 0.197 / 0.186 / 0.405, x 264 0.379 / 0.359 / 0.427; 224 x
-  // 132 0.272 / - / 0.499; rectangular x 40: 256x128 0.154 / 0.185 / 0.187, 130x200 0.119 /
-  // 0.186 / 0.186, 200x64 0.077 / 0.092 / 0.085 (register kernel); but 256x64 x 264 0.168 /
-  // 0.181 / 0.112 and 120x60 x 264 0.095 / 0.098 / 0.083. One CTA of 512 threads per SM:
-  // past one wave only where the panel chain keeps the alternatives slower.
-  // With v21's kernel (docs/perf-notes.md v21, same columns): 48 x 264 0.052 / 0.043 /
-  // 0.064; 64 x 264 0.068 / 0.055 / 0.080; 80 x 500 0.161 / 0.283 / 0.176; 100 x 500 0.240 /
-  // 0.350 / 0.274; 128 x 500 0.287 / 0.428 / 0.297; 176 x 264 0.289 / 0.347 / 0.452; 192 x
-  // 264 0.298 / 0.359 / 0.484; 256x128 x 264 0.255 / 0.357 / 0.276. So two waves up to 192
-  // columns, and four for square matrices of 65-128 (tall ones past two waves not measured).
+  // One CTA of 512 threads per SM: within one wave it beats geqr2_cta and the blocked path;
+  // past it only where the panel chain keeps those slower (two waves up to 192 columns, four
+  // for 65-128 rows and columns; tall matrices past two waves not measured).
+  // Measurements: docs/policy.md, "cta_blocked".
   const std::int64_t sms = dev.sm_count;
   if (n <= 2 * kMaxPanelWidth) return batch <= sms;
   if (m > 2 * kMaxPanelWidth && m <= kCtaBlkFourWavesMaxDim && n <= kCtaBlkFourWavesMaxDim && batch <= 4 * sms)
@@ -315,13 +259,9 @@ bool cta_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) 
 }
 
 ClusterBlkConfig cluster_blocked_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
-  // CTAs per matrix, measured on the H200 (docs/perf-notes.md v27). The kernel launched alone,
-  // best of 8, ms, from the fewest up: 352^2 x1 0.333 / 0.309 / 0.308 / 0.303 (6) / 0.301 (8),
-  // x20 0.331 / 0.306 / 0.303; 256^2 x1 0.213 / 0.196 / 0.190 / 0.191 (6); 300^2 x30 0.299 /
-  // 0.258 / 0.253; 416^2 x1 0.409 / 0.396 / 0.396 / 0.396 (8); past the resident clusters two
-  // waves: 256^2 x40 0.211 on 2, 0.380 on 3. This rule against the fewest
-  // (bench/geqrf_outer_sweep [--cta 3 --cluster-ctas 1], row-major): 256^2 x1 0.184 / 0.206,
-  // 300^2 x30 0.283 / 0.328, 352^2 x1 0.336 / 0.364, 416^2 x20 0.430 / 0.445.
+  // More CTAs than the fewest that hold the matrix shorten the first half of the panels (each
+  // CTA's share of the update bounds them) while the batch's clusters stay resident at once;
+  // a second wave loses. Measurements: docs/policy.md, "cluster_blocked".
   ClusterBlkConfig cfg = geqrf_cluster_config(dev, m, n);
   auto resident = [&](int ctas) -> std::int64_t {
     return dev.whole_sm_clusters[ctas] > 0 ? dev.whole_sm_clusters[ctas] : dev.sm_count / ctas;
@@ -334,30 +274,16 @@ ClusterBlkConfig cluster_blocked_geqrf(const DeviceInfo& dev, int m, int n, std:
 }
 
 bool cluster_ahead_of_cta(int m, int n) {
-  // Measured (docs/perf-notes.md v31; bench/geqrf_outer_sweep --cta 2|3 --outer 32,
-  // row-major, queued device time, ms, geqrf_cta / geqrf_cluster on the policy's CTAs):
-  // 192^2 x1 0.128 / 0.117, x40 0.149 / 0.145, x66 0.148 / 0.145; 200^2 x1 0.151 / 0.135,
-  // x40 0.174 / 0.165, x60 0.175 / 0.165; 224^2 x1 0.177 / 0.147, x40 0.203 / 0.184; 256x200
-  // x1 0.171 / 0.148, x40 0.195 / 0.180; 200x130 x40 0.125 / 0.119; 224x160 x40 0.144 /
-  // 0.138; 192x140 x20 0.096 / 0.095; 180x256 x40 0.158 / 0.132; 176x256 x40 0.156 / 0.130;
-  // level at 176^2 x40 (0.135 / 0.135) and 184^2 x40 (0.140 / 0.140); column-major 200^2 x40
-  // 0.172 / 0.165, 224^2 x40 0.197 / 0.184.
+  // The cluster's split update pays from 192 rows, or from 176 with at least 192 columns; at
+  // 176^2 and 184^2 both kernels are bound by the same panel chain (level).
+  // Measurements: docs/policy.md, "cluster_blocked".
   return m >= kClusterOverCtaMinRows || (m >= kClusterOverCtaWideMinRows && n >= kClusterOverCtaWideMinCols);
 }
 
 bool cta_geqrf(const DeviceInfo& dev, int m, int n, std::int64_t batch) {
-  // Measured (docs/perf-notes.md v15; bench/geqrf_outer_sweep --cta 1|0, row-major, device
-  // time, ms, geqr2_cta / the previous choice). Past 64 columns against the blocked path:
-  // 176^2 x 1 0.157 / 0.214, x 40 0.172 / 0.235, x 132 0.173 / 0.386, x 264 0.345 / 0.419,
-  // x 500 0.649 / 0.608, x 1000 1.29 / 1.07; 100^2 x 40 0.096 / 0.127, x 132 0.096 / 0.181,
-  // x 264 0.188 / 0.202, x 500 0.350 / 0.270, x 1000 0.695 / 0.462; 128^2 x 264 0.221 /
-  // 0.242, x 1000 0.854 / 0.496; 80^2 x 1000 0.556 / 0.270. One CTA per matrix holds an SM
-  // (512 threads of 128 registers): it wins while the batch fits in two waves.
-  // At most 64 columns against the register kernel (fused), which keeps tall matrices:
-  // 33^2 x 1 0.025 / 0.034, x 264 0.032 / 0.049, x 1000 0.112 / 0.064; 64^2 x 1 0.044 /
-  // 0.062, x 40 0.048 / 0.068, x 264 0.055 / 0.081, x 1000 0.198 / 0.107; 100x48 x 40 0.043
-  // / 0.062; but 120x60 x 264 0.098 / 0.083, 200x64 x 40 0.092 / 0.085, 256x64 x 40 0.093 /
-  // 0.094, x 264 0.181 / 0.111.
+  // One CTA per matrix holds an SM (512 threads of 128 registers): it wins while the batch
+  // fits in two waves; at most 64 columns, against the register kernel, for matrices of at
+  // most 64 rows (two waves) or 128 (one). Measurements: docs/policy.md, "cta".
   const std::int64_t sms = dev.sm_count;
   if (n > 2 * kMaxPanelWidth) return batch <= 2 * sms;
   return (m <= 64 && batch <= 2 * sms) || (m <= 128 && batch <= sms);
@@ -433,25 +359,14 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     plan.outer_nb = outer;
     if (hints.look_ahead >= 0) plan.look_ahead = hints.look_ahead != 0;
     // The next block's columns on the side stream (look-ahead form 2) for two-level plans of
-    // row-major matrices. Measured (docs/perf-notes.md v35, geqrf_outer_sweep --look-ahead 1
-    // / 2, queued ms, two rounds): 512^2 x640 4.30 / 4.23 (-1.6%), 640^2 x300 -1.4%, 1024^2
-    // x60 -0.7 to -2%, 768^2 x100 -0.7 to -1.2%, 1536^2 x30 -0.4%, 2048^2 x8 -0.4 to -0.8%,
-    // 3000^2 x4 -0.4 to -1%, 8192^2 x1 -1.6%, 4096^2 x2 -1.2 to +0.7%; column-major level
-    // (512^2 x640 0%, 1024^2 x60 +1.2%, 2048^2 x8 -0.6%); one level mixed: 1024^2 x8 -5 to
-    // -7%, but 352^2 x40 +7%, 1024^2 x16 +4%, 256^2 x200 +3%.
+    // row-major matrices: -0.4 to -1.6% there, level on column-major ones, mixed at one
+    // level. Measurements: docs/policy.md, "look-ahead".
     plan.next_on_side = plan.look_ahead && (hints.look_ahead == 2 ||
                                             (hints.look_ahead == -1 && outer > plan.nb && d.layout == Layout::row_major));
     // larfb_stripe (3xTF32) takes every update it can implement (32 or 64 reflectors, at most
     // 8192 rows, V^T 16-byte aligned) but the tall wide ones that stripe_update_for leaves
-    // to cuBLAS (kStripeWideMaxRows); cuBLAS the rest. Measured (docs/perf-notes.md v8, v10;
-    // bench/geqrf_outer_sweep --stripe, row-major, device time, against the previous choice):
-    // one level, few matrices: 176 x 40 0.255 against 0.287 ms (larfb_fused), 352 x 40 0.657
-    // against 0.723 (cuBLAS, which also took 1.1 ms of host time per call against 0.2); one
-    // level, 1000 matrices (v10): 100 x 1000 0.458 against 0.496, 200 x 1000 1.46 against
-    // 1.61, 400 x 1000 5.93 against 7.04, 256 x 200 0.618 against 0.762; two level (v10):
-    // 512 x 640 6.08 against 6.35, 768 x 100 3.60 against 3.82, 1024 x 60 4.78 against 5.39,
-    // 640 x 300 5.63 against 5.78. Before v10's cheaper operand split cuBLAS kept up once the
-    // batch filled the GPU, and the rule depended on it.
+    // to cuBLAS (kStripeWideMaxRows); cuBLAS the rest. It passes over C once, cuBLAS's three
+    // products twice. Measurements: docs/policy.md, "trailing update".
     plan.stripe_update = hints.stripe_update != 0;  // -1 (the policy's choice): on
     plan.stripe_wide_rows = hints.stripe_wide == 0   ? 0
                             : hints.stripe_wide == 1 ? kLarfbStripeClusterMaxRows
@@ -462,7 +377,8 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     plan.fused_update = outer == plan.nb && (hints.fused_update >= 0 ? hints.fused_update != 0
                                                                       : !plan.stripe_update && fused_update(dev, m, d.batch));
     // The outer blocks' updates of 64 reflectors on larfb_stripe64 where it exists (row-major,
-    // sm_90a). Measured: docs/perf-notes.md v29.
+    // sm_90a) and the batch gives every SM enough stripes (stripe64_update). Measurements:
+    // docs/policy.md, "trailing update".
     plan.stripe64 = hints.stripe64 != 0 && plan.stripe_update && plan.stripe_math == StripeMath::tf32x3 &&
                     outer == 2 * kMergeBlock && d.layout == Layout::row_major &&
                     larfb_stripe64_available(dev.cc_major, dev.cc_minor) &&
@@ -501,12 +417,10 @@ GeqrfPlan make_plan(const DeviceInfo& dev, const GeqrfDesc& d, const PlanHints& 
     plan.workspace_bytes = once + static_cast<std::size_t>(plan.batch_chunk) * per;
     // LAPACK's crossover: once the trailing matrices are ones that the policy factors whole,
     // one launch finishes them instead of the blocked path's panels, updates and merges,
-    // whose chain of launches costs more at those sizes (the rules above and
-    // docs/perf-notes.md v36). The tail's kernels need no workspace.
-    // Not where at most one panel of columns remains: that panel is one launch already, and
-    // panel_plan's choice for it (geqr2_wcol past 192 rows) beat the register kernel that
-    // the whole-matrix rules take there (v36: 1300x700 x6, tail of 28 columns, +1.8%;
-    // 1024x512 x100, 32 columns, +1.2%).
+    // whose chain of launches costs more at those sizes. The tail's kernels need no
+    // workspace. Not where at most one panel of columns remains: that panel is one launch
+    // already, and panel_plan's kernel for it beat the whole-matrix rules' choice there.
+    // Measurements: docs/policy.md, "the blocked path's tail".
     if (hints.tail != 0) {
       for (int j = outer; j < k && n - j > plan.nb; j += outer) {
         const OneLaunchPlan tail = one_launch_plan(dev, m - j, n - j, plan.batch_chunk, hints);
