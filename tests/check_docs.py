@@ -10,8 +10,8 @@ was never committed shows up in CI rather than in a reader's search:
   ratio and the geometric mean, to the digits shown), so that a number there is one that
   was measured;
 * every code name in backquotes in docs/policy.md (constants `kName`, functions and fields
-  with an underscore, `Type::member`) occurs in src/ or include/: the policy table must
-  describe the code as it is. The performance notes are history and may name code that is
+  with an underscore, `Type::member`) occurs in src/ or include/ (or, for the tuning
+  clients' names, bench/ and tools/): the policy document must describe the code as it is. The performance notes are history and may name code that is
   gone, so only their results and paths are checked.
 
 Usage: check_docs.py [repository root]   (exit status 1 and one line per broken reference)
@@ -34,8 +34,9 @@ CODE_NAME = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*::)*(k[A-Z][A-Za-z0-9_]*|[a-z
 
 
 def source_text():
+    """The library's sources and the clients' (bench/, tools/)."""
     parts = []
-    for top in ("src", "include"):
+    for top in ("src", "include", "bench", "tools"):
         for f in sorted((ROOT / top).rglob("*")):
             if f.suffix in (".cu", ".cuh", ".hpp", ".cpp", ".h"):
                 parts.append(f.read_text(encoding="utf-8", errors="replace"))
@@ -132,7 +133,7 @@ def main():
                 name = q.split("::")[-1]
                 is_code = "::" in q or name.startswith("k") and name[1:2].isupper() or "_" in name
                 if is_code and not re.search(r"\b" + re.escape(name) + r"\b", src):
-                    errors.append(f"{doc}:{lineno}: `{q}` does not occur in src/ or include/")
+                    errors.append(f"{doc}:{lineno}: `{q}` does not occur in src/, include/, bench/ or tools/")
     check_readme_table(errors)
     for e in errors:
         print(e)

@@ -237,20 +237,13 @@ inline constexpr double kTwoLevelMinWork = 3e7;
 // The policy's outer block width for the gemm trailing update (see GeqrfPlan::outer_nb).
 int outer_width(const DeviceInfo& dev, int m, int n, std::int64_t batch);
 // An update wider than an outer block (the trailing matrix's) and taller than one CTA's
-// stripe goes to larfb_stripe up to kStripeWideMaxRows rows, to cuBLAS above. Measured
-// (docs/perf-notes.md v24, `geqrf_outer_sweep --stripe-wide 1` against the v11 rule, which
-// also sent such updates to cuBLAS once its V^T C had more than two 32 x 64 tiles of W per
-// SM; row-major, device time, ms, split stripes at two CTAs per SM): 30 x 1536^2 6.22
-// against 6.94, 16 x 2048^2 8.31 against 9.53, 16 x 1536^2 4.67 against 5.09, 1 x 6000^2
-// 18.1 against 18.8 (the v11 rule: cuBLAS past 4096 rows), but 1 x 8192^2 36.2 against 34.3.
+// stripe goes to larfb_stripe up to kStripeWideMaxRows rows, to cuBLAS above: the split
+// stripes won up to 6000 rows and lost at 8192 (docs/policy.md, "trailing update").
 inline constexpr int kStripeWideMaxRows = 6144;
 // Whether outer blocks of 64 take larfb_stripe64 (row-major, sm_90a, where it can implement
 // the update): from kStripe64MinItemsPerSm items (matrices x 64-column stripes of the
-// whole width) per SM. Measured (docs/perf-notes.md v29, geqrf_outer_sweep --stripe64
-// 0/1, row-major, device time, ms, two rounds): 640 x 512^2 (40 items per SM) 4.60 ->
-// 4.49, but 300 x 300^2 (9) 1.12 -> 1.16, 100 x 640^2 (8) 1.96 -> 2.02, 60 x 1024^2 (7)
-// 3.95 -> 3.98: with few items per SM one CTA per SM hides less latency than
-// larfb_stripe's two.
+// whole width) per SM. With few items per SM its one CTA per SM hides less latency than
+// larfb_stripe's two (docs/policy.md, "trailing update").
 inline constexpr int kStripe64MinItemsPerSm = 24;
 bool stripe64_update(const DeviceInfo& dev, int n, std::int64_t batch);
 // larft_merge_pair's CTAs per matrix (a cluster) for V of `rows` rows: one where the batch
