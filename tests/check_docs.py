@@ -30,7 +30,7 @@ TOP_DIRS = "src|docs|bench|scripts|tests|tools|python|check|include|examples|cma
 CITE = re.compile(r"`\.\.\.-([A-Za-z0-9_.\-]+)`")
 PATH = re.compile(r"`((?:%s)/[A-Za-z0-9_./\-]+)`" % TOP_DIRS)
 QUOTED = re.compile(r"`([^`\n]+)`")
-CODE_NAME = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*::)*(k[A-Z][A-Za-z0-9_]*|[a-z][a-z0-9]*_[a-z0-9_]+|[A-Za-z_][A-Za-z0-9_]*)$")
+IDENTIFIER = re.compile(r"^(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*$")  # `name` or `Type::member`
 
 
 def source_text():
@@ -127,8 +127,7 @@ def main():
             if doc not in CODE_CHECKED:
                 continue
             for q in QUOTED.findall(line):
-                m = CODE_NAME.match(q)
-                if not m:
+                if not IDENTIFIER.match(q):
                     continue
                 name = q.split("::")[-1]
                 is_code = "::" in q or name.startswith("k") and name[1:2].isupper() or "_" in name

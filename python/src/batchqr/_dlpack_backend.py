@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import sys
 
+from . import _core
 from ._core import GeqrfResult
 
 # DLPack device types (dlpack.h): host memory and the CUDA kinds.
@@ -63,9 +64,7 @@ def geqrf(A, out=None) -> GeqrfResult:
         raise TypeError(
             f"batchqr.geqrf: out= takes torch, CuPy or NumPy arrays, not {type(A).__module__}.{type(A).__qualname__} "
             "(DLPack views are read-only in general); call without out=")
-    from ._core import geqrf as _geqrf
-
-    H, tau = _geqrf(_view(A))
+    H, tau = _core.geqrf(_view(A))
     namespace = getattr(A, "__array_namespace__", None)
     if namespace is None:
         return GeqrfResult(H, tau)
