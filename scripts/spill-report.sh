@@ -47,7 +47,7 @@ for line in ptxas:
     elif cur and ("spill" in line or "Used" in line): info[cur].append(line.split(":", 1)[-1].strip())
 kernel, where, spills = None, None, {}
 for line in sass:
-    m = re.match(r"\s*\.text\.(\S+):", line) or re.match(r"\s*\.section\s+\.text\.([^,\s]+)", line)
+    m = re.match(r"\s*\.section\s+\.text\.([^,\s]+)", line)  # one per kernel
     if m: kernel = m.group(1); spills.setdefault(kernel, {})
     m = re.search(r'//## File "([^"]+)", line (\d+)', line)
     if m: where = f"{m.group(1).replace(root, '')}:{m.group(2)}"
